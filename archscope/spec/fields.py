@@ -1,0 +1,146 @@
+"""Typed conversion of plain mappings (from YAML or JSON) into frozen spec dataclasses.
+
+One small routine reads every spec dataclass from its type hints, so every key gets the same
+treatment: unknown keys are errors with a did-you-mean, types are checked exactly (a bool is
+not an int, a string is not a number), and each error names the dotted key at fault.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from typing import Any, Literal, Union
+
+from archscope.errors import SpecError
+
+_MISSING = dataclasses.MISSING
+
+
+def did_you_mean(word: str, choices) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _type_name(tp) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if tp is type(None):
+        return "null"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    if origin is tuple:
+        return "a list"
+    return {int: "an integer", float: "a number", bool: "true/false", str: "a string"}.get(tp, str(tp))
+
+
+def convert(tp, value: Any, key: str):
+    """Convert `value` to type `tp`, raising SpecError naming `key` if it does not fit."""
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return convert(arg, value, key)
+            except SpecError as err:
+                errors.append(err)
+        if len(errors) == 1:
+            raise errors[0]
+        raise SpecError(f"expected {_type_name(tp)}, got {value!r}", key=key)
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed or isinstance(value, bool):
+            raise SpecError(
+                f"expected one of {', '.join(map(str, allowed))}, got {value!r}"
+                + did_you_mean(value, allowed), key=key)
+        return value
+    if origin is tuple:
+        (item_tp, _ellipsis) = typing.get_args(tp)
+        if not isinstance(value, (list, tuple)):
+            raise SpecError(f"expected a list, got {value!r}", key=key)
+        return tuple(convert(item_tp, v, f"{key}[{i}]") for i, v in enumerate(value))
+    if dataclasses.is_dataclass(tp):
+        return from_mapping(tp, value, key)
+    if tp is dict:
+        if not isinstance(value, dict):
+            raise SpecError(f"expected a mapping, got {value!r}", key=key)
+        return dict(value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise SpecError(f"expected true/false, got {value!r}", key=key)
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecError(f"expected an integer, got {value!r}", key=key)
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(f"expected a number, got {value!r}", key=key)
+        if not math.isfinite(value):
+            raise SpecError(f"expected a finite number, got {value!r}", key=key)
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise SpecError(f"expected a string, got {value!r}", key=key)
+        return value
+    raise TypeError(f"unsupported spec field type {tp!r}")  # a bug in archscope, not bad input
+
+
+def from_mapping(cls, data: Any, prefix: str = ""):
+    """Build dataclass `cls` from a mapping, checking keys and types, then run `cls.validate`."""
+    where = prefix or "spec"
+    if not isinstance(data, dict):
+        raise SpecError(f"expected a mapping, got {data!r}", key=prefix or None)
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    for name in data:
+        if name not in fields:
+            raise SpecError(f"unknown key '{name}' in {where}" + did_you_mean(name, fields),
+                            key=_join(prefix, name))
+    kwargs = {}
+    for name, field in fields.items():
+        key = _join(prefix, name)
+        if name in data:
+            kwargs[name] = convert(hints[name], data[name], key)
+        elif field.default is _MISSING and field.default_factory is _MISSING:
+            raise SpecError(f"missing required key '{name}' ({_type_name(hints[name])})", key=key)
+    obj = cls(**kwargs)
+    validate = getattr(obj, "validate", None)
+    if validate is not None:
+        try:
+            validate()
+        except SpecError as err:
+            if err.key is None or not err.key.startswith(prefix):
+                raise SpecError(err.detail, key=_join(prefix, err.key)) from None
+            raise
+    return obj
+
+
+def to_mapping(obj) -> Any:
+    """The inverse of `from_mapping`: plain dicts, lists and scalars; None-valued keys dropped."""
+    if dataclasses.is_dataclass(obj):
+        out = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if value is not None:
+                out[f.name] = to_mapping(value)
+        return out
+    if isinstance(obj, tuple):
+        return [to_mapping(v) for v in obj]
+    return obj
+
+
+def _join(prefix: str, name: str | None) -> str:
+    if not name:
+        return prefix
+    return f"{prefix}.{name}" if prefix else name

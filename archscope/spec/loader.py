@@ -1,0 +1,167 @@
+"""Load specs: presets by name, YAML files, HF config.json files or folders; `extends`; `--set`."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from archscope.errors import SpecError
+from archscope.spec.fields import did_you_mean, from_mapping, to_mapping
+from archscope.spec.schema import ModelSpec
+
+PRESETS_DIR = Path(__file__).resolve().parents[2] / "model_specs"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that reads `1e-5` as a number (YAML 1.1 wants `1.0e-5`; people write `1e-5`)."""
+
+
+_FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X)
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:float"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.YAMLError as err:
+        raise SpecError(f"not valid YAML: {err}", where=where) from None
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+def load_spec(model: str | Path, overrides: Iterable[str] = ()) -> ModelSpec:
+    """A preset name, a YAML spec path, or an HF config.json (file or folder) -> ModelSpec.
+
+    `overrides` are `key=value` strings (dotted keys, YAML-typed values) applied last.
+    """
+    raw, where = _raw_mapping(model)
+    return with_overrides(spec_from_mapping(raw, where), overrides)
+
+
+def spec_from_mapping(raw: Any, where: str) -> ModelSpec:
+    try:
+        return from_mapping(ModelSpec, raw)
+    except SpecError as err:
+        raise err.located(where) from None
+
+
+def _raw_mapping(model: str | Path) -> tuple[dict, str]:
+    text = str(model)
+    path = Path(text)
+    if path.is_dir() or path.name == "config.json" or path.suffix == ".json":
+        from archscope.spec.hf import mapping_from_hf_config
+
+        return mapping_from_hf_config(path), str(path)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise SpecError("no such file", where=text)
+        return _resolve_extends(_read_yaml(path), path, seen=()), text
+    if (PRESETS_DIR / f"{text}.yaml").is_file():
+        preset = PRESETS_DIR / f"{text}.yaml"
+        return _resolve_extends(_read_yaml(preset), preset, seen=()), str(preset)
+    raise SpecError(
+        f"unknown model '{text}': not a preset, a YAML spec or a config.json"
+        + did_you_mean(text, preset_names())
+        + f". Presets: {', '.join(preset_names())}", where=text)
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(f"cannot read: {err}", where=str(path)) from None
+    data = parse_yaml(text, str(path))
+    if not isinstance(data, dict):
+        raise SpecError(f"a spec must be a YAML mapping, got {type(data).__name__}",
+                        where=str(path))
+    return data
+
+
+def _resolve_extends(data: dict, path: Path, seen: tuple[str, ...]) -> dict:
+    """Start from the `extends` preset (or file beside this one) and deep-merge this file over it."""
+    parent = data.get("extends")
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise SpecError(f"expected a preset name, got {parent!r}", where=str(path), key="extends")
+    if parent in seen:
+        raise SpecError(f"extends cycle: {' -> '.join(seen + (parent,))}", where=str(path),
+                        key="extends")
+    candidates = [path.parent / f"{parent}.yaml", PRESETS_DIR / f"{parent}.yaml"]
+    base_path = next((p for p in candidates if p.is_file()), None)
+    if base_path is None:
+        raise SpecError(f"extends unknown preset '{parent}'" + did_you_mean(parent, preset_names()),
+                        where=str(path), key="extends")
+    base = _resolve_extends(_read_yaml(base_path), base_path, seen + (parent,))
+    merged = deep_merge(base, data)
+    merged["extends"] = parent
+    return merged
+
+
+def deep_merge(base: dict, top: dict) -> dict:
+    """`top` over `base`; nested mappings merge, except that a new `kind` replaces the mapping."""
+    out = copy.deepcopy(base)
+    for key, value in top.items():
+        old = out.get(key)
+        if (isinstance(old, dict) and isinstance(value, dict)
+                and value.get("kind", old.get("kind")) == old.get("kind")):
+            out[key] = deep_merge(old, value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
+    """Apply `key=value` what-ifs: dotted keys into the mapping, values typed as YAML."""
+    out = copy.deepcopy(raw)
+    for item in overrides:
+        if "=" not in item:
+            raise SpecError(f"expected key=value, got {item!r}", where="--set")
+        key, text = item.split("=", 1)
+        key = key.strip()
+        if not key or any(not part for part in key.split(".")):
+            raise SpecError(f"expected a dotted key like attention.n_kv_heads, got {key!r}",
+                            where="--set")
+        value = parse_yaml(text, "--set") if text.strip() else None
+        node = out
+        parts = key.split(".")
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise SpecError(f"'{'.'.join(parts[:depth + 1])}' is not a mapping", where="--set",
+                                key=key)
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def with_overrides(spec: ModelSpec, overrides: Iterable[str]) -> ModelSpec:
+    """A what-if on an already-loaded spec (dataclasses.replace through the same validation)."""
+    overrides = list(overrides)
+    if not overrides:
+        return spec
+    raw = apply_overrides(to_mapping(spec), overrides)
+    try:
+        return from_mapping(ModelSpec, raw)
+    except SpecError as err:
+        raise err.located("--set") from None
+
+
+def spec_to_yaml(spec: ModelSpec) -> str:
+    return yaml.safe_dump(to_mapping(spec), sort_keys=False, allow_unicode=True)
