@@ -260,19 +260,17 @@ class LayerOverride:
 
     def indices(self, n_layers: int) -> list[int]:
         if isinstance(self.select, tuple):
-            for i in self.select:
-                _require(0 <= i < n_layers, "select", f"layer {i} is outside 0..{n_layers - 1}")
-            return list(self.select)
+            return self._checked(list(self.select), n_layers)
         parts = self.select.split(":")
+        _require(len(parts) <= 3, "select", "expected a slice like '0:1' or '1::2'")
         try:
-            if len(parts) == 1:
-                return self._checked([int(parts[0])], n_layers)
-            _require(len(parts) <= 3, "select", "expected a slice like '0:1' or '1::2'")
             bounds = [int(p) if p.strip() else None for p in parts]
         except ValueError:
             raise SpecError(f"expected layer indices or a slice like '1::2', got {self.select!r}",
                             key="select") from None
-        _require(bounds[-1] != 0 or len(bounds) < 3, "select", "a slice step cannot be 0")
+        if len(bounds) == 1:
+            return self._checked(bounds, n_layers)
+        _require(len(bounds) < 3 or bounds[2] != 0, "select", "a slice step cannot be 0")
         return list(range(n_layers))[slice(*bounds)]
 
     @staticmethod

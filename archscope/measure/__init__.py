@@ -1,0 +1,1 @@
+"""Things that run or inspect the built model: counted params, FLOP counters, profilers."""

@@ -1,0 +1,64 @@
+"""Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archscope.nn.cache import LayerCache, attention_mask
+from archscope.nn.rope import apply_rope
+from archscope.spec.schema import AttentionSpec, ModelSpec
+
+
+def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float):
+    """SDPA over q [B,H,T,D] and k/v [B,Hkv,S,D] for queries at positions start..start+T-1.
+
+    Decides the mask: none for a single query over its cache, `is_causal` for a plain prompt,
+    an explicit causal/window mask otherwise.
+    """
+    n_q = q.shape[2]
+    gqa = k.shape[1] != q.shape[1]
+    if n_q == 1:
+        return F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=gqa)
+    if key_pos is None and window is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
+    query_pos = torch.arange(start, start + n_q, device=q.device)
+    if key_pos is None:
+        key_pos = query_pos
+    mask = attention_mask(query_pos, key_pos, window)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
+
+
+class GQAAttention(nn.Module):
+    def __init__(self, spec: ModelSpec, attn: AttentionSpec):
+        super().__init__()
+        d, h, hkv, hd = spec.d_model, attn.n_heads, attn.n_kv_heads, attn.head_dim
+        self.n_heads, self.n_kv_heads, self.head_dim, self.window = h, hkv, hd, attn.window
+        self.q_proj = nn.Linear(d, h * hd, bias=attn.bias)
+        self.k_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
+        self.v_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
+        self.o_proj = nn.Linear(h * hd, d, bias=attn.has_out_bias)
+        self.scale = spec.mults.attention or hd ** -0.5
+        self.rotary = spec.position.kind == "rope"
+
+    def forward(self, x, rope, start: int, cache: LayerCache | None):
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        if self.rotary:
+            cos, sin = rope
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        key_pos = None
+        if cache is not None:
+            kv, key_pos = cache.append({"k": k, "v": v}, start)
+            k, v = kv["k"], kv["v"]
+        out = attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale)
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+    def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:
+        capacity = min(max_len, self.window) if self.window else max_len
+        shape = (batch, self.n_kv_heads, self.head_dim)
+        return LayerCache({"k": shape, "v": shape}, seq_dim=2, capacity=capacity,
+                          device=device, dtype=dtype)

@@ -1,0 +1,49 @@
+"""Build a DecoderLM on any device and dtype. On `meta` nothing is allocated."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from archscope.nn.model import DecoderLM
+from archscope.spec.schema import ModelSpec
+
+
+def build_model(spec: ModelSpec, device: str | torch.device = "cpu",
+                dtype: torch.dtype = torch.float32, seed: int | None = 0) -> DecoderLM:
+    """The network for `spec`. Off the meta device its weights are random (std 0.02, seeded).
+
+    Modules are constructed on meta first, so no time goes into default initialisers and no
+    memory is touched until the weights are materialised once, directly on `device`.
+    """
+    with torch.device("meta"):
+        model = DecoderLM(spec).to(dtype)
+    if torch.device(device).type == "meta":
+        return model.eval()
+    model = model.to_empty(device=device)
+    model.tie_weights()
+    init_weights(model, seed)
+    return model.eval()
+
+
+@torch.no_grad()
+def init_weights(model: nn.Module, seed: int | None = 0) -> None:
+    """Normal(0, 0.02) matrices and embeddings, zero biases, unit norm weights."""
+    generator = None
+    if seed is not None:
+        generator = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            module.weight.normal_(0.0, 0.02, generator=generator)
+        for name, param in module.named_parameters(recurse=False):
+            if name == "bias":
+                param.zero_()
+            elif not isinstance(module, (nn.Linear, nn.Embedding)) and param.dim() == 1:
+                param.fill_(1.0)  # norm scales
+            elif param.dim() >= 2 and not isinstance(module, (nn.Linear, nn.Embedding)):
+                param.normal_(0.0, 0.02, generator=generator)  # fused expert weights
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Unique parameters: a tied embedding counts once (module.parameters() de-duplicates)."""
+    return sum(p.numel() for p in model.parameters())

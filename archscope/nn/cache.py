@@ -1,0 +1,74 @@
+"""A static, pre-allocated KV cache.
+
+Each layer owns a `LayerCache`: a few tensors with the sequence on one axis, allocated once for
+`capacity` tokens. Full-attention layers get the whole context; sliding-window layers get
+`window` slots used as a ring buffer, so they never hold more than the window. MLA layers store
+their latent and shared RoPE key here instead of keys and values.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class LayerCache:
+    def __init__(self, shapes: dict[str, tuple[int, ...]], seq_dim: int, capacity: int,
+                 device, dtype):
+        self.seq_dim, self.capacity = seq_dim, capacity
+        self.buffers = {name: torch.zeros(*shape[:seq_dim], capacity, *shape[seq_dim:],
+                                          device=device, dtype=dtype)
+                        for name, shape in shapes.items()}
+        self.positions = torch.full((capacity,), -1, dtype=torch.long, device=device)
+
+    def append(self, new: dict[str, torch.Tensor], start: int):
+        """Store the new tokens (positions start, start+1, ...) and return what attention reads.
+
+        Returns (tensors, key_positions). For one new token the tensors are exactly the valid
+        slots, all inside the window, so no mask is needed and key_positions is None. For several
+        new tokens, older slots plus the new ones are returned with their absolute positions,
+        from which the caller builds the causal/window mask.
+        """
+        n_new = next(iter(new.values())).shape[self.seq_dim]
+        if n_new == 1:
+            slot = start % self.capacity
+            for name, t in new.items():
+                self.buffers[name].narrow(self.seq_dim, slot, 1).copy_(t)
+            self.positions[slot] = start
+            n_valid = min(start + 1, self.capacity)
+            return {name: b.narrow(self.seq_dim, 0, n_valid) for name, b in self.buffers.items()}, None
+
+        n_old = min(start, self.capacity)
+        new_pos = torch.arange(start, start + n_new, device=self.positions.device)
+        out = {name: torch.cat((self.buffers[name].narrow(self.seq_dim, 0, n_old), t), self.seq_dim)
+               for name, t in new.items()}
+        key_pos = torch.cat((self.positions[:n_old], new_pos))
+        keep = min(n_new, self.capacity)  # a ring buffer keeps only the newest `capacity` tokens
+        slots = new_pos[-keep:] % self.capacity
+        for name, t in new.items():
+            self.buffers[name].index_copy_(self.seq_dim, slots, t.narrow(self.seq_dim, n_new - keep, keep))
+        self.positions[slots] = new_pos[-keep:]
+        return out, key_pos
+
+    def nbytes(self) -> int:
+        return sum(b.numel() * b.element_size() for b in self.buffers.values())
+
+
+class KVCache:
+    """One LayerCache per decoder layer and the number of tokens seen so far."""
+
+    def __init__(self, layers: list[LayerCache]):
+        self.layers = layers
+        self.length = 0
+
+    def nbytes(self) -> int:
+        """Bytes the cache tensors hold (positions bookkeeping excluded)."""
+        return sum(layer.nbytes() for layer in self.layers)
+
+
+def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int | None):
+    """Boolean [T_q, T_k]: a query sees keys at or before it, and within the window if any."""
+    mask = key_pos[None, :] <= query_pos[:, None]
+    mask &= key_pos[None, :] >= 0
+    if window is not None:
+        mask &= key_pos[None, :] > query_pos[:, None] - window
+    return mask

@@ -1,0 +1,50 @@
+"""Feed-forward layers: the GELU MLP of GPT-2 and the gated SwiGLU of Llama."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import nn
+
+from archscope.spec.schema import FFNSpec, ModelSpec
+
+ACTIVATIONS = {
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu": F.gelu,
+    "silu": F.silu,
+    "relu": F.relu,
+}
+
+
+class MLP(nn.Module):
+    """down(act(up(x)))."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool):
+        super().__init__()
+        self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
+        self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
+        self.act = ACTIVATIONS[activation]
+
+    def forward(self, x):
+        return self.down_proj(self.act(self.up_proj(x)))
+
+
+class GatedMLP(nn.Module):
+    """down(act(gate(x)) * up(x)): SwiGLU when the activation is SiLU."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
+        self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
+        self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
+        self.act = ACTIVATIONS[activation]
+
+    def forward(self, x):
+        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
+
+
+def mlp(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
+    return MLP(spec.d_model, ffn.d_ff, ffn.activation, ffn.bias)
+
+
+def swiglu(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
+    return GatedMLP(spec.d_model, ffn.d_ff, ffn.activation, ffn.bias)

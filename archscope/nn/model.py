@@ -1,0 +1,86 @@
+"""The decoder-only LM assembled from a spec's per-layer plan.
+
+Module names follow transformers' Llama (`embed_tokens`, `layers.N.self_attn.q_proj`,
+`mlp.gate_proj`, `input_layernorm`, `norm`, `lm_head`), so checkpoint mapping is a short table.
+Structure is decided in `__init__`; `forward` has no branches on model families.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from archscope.nn.cache import KVCache
+from archscope.nn.norms import make_norm
+from archscope.nn.registry import ATTENTION, FFN, lookup
+from archscope.nn.rope import RotaryEmbedding
+from archscope.spec.schema import LayerPlan, ModelSpec
+
+
+class Block(nn.Module):
+    """One decoder layer: attention and FFN sublayers, each with its norm and residual."""
+
+    def __init__(self, spec: ModelSpec, layer: LayerPlan):
+        super().__init__()
+        self.input_layernorm = make_norm(spec.norm, spec.d_model)
+        self.self_attn = lookup(ATTENTION, layer.attention.kind, "attention")(spec, layer.attention)
+        self.post_attention_layernorm = make_norm(spec.norm, spec.d_model)
+        self.mlp = lookup(FFN, layer.ffn.kind, "ffn")(spec, layer.ffn)
+        self.residual_scale = spec.mults.residual
+        self.pre_norm = spec.norm.position == "pre"
+
+    def forward(self, x, rope, start: int, cache):
+        r = self.residual_scale
+        if self.pre_norm:
+            x = x + r * self.self_attn(self.input_layernorm(x), rope, start, cache)
+            return x + r * self.mlp(self.post_attention_layernorm(x))
+        x = self.input_layernorm(x + r * self.self_attn(x, rope, start, cache))
+        return self.post_attention_layernorm(x + r * self.mlp(x))
+
+
+def rotary_dim(spec: ModelSpec) -> int:
+    attn = spec.attention
+    return attn.qk_rope_head_dim if attn.kind == "mla" else attn.head_dim
+
+
+class DecoderLM(nn.Module):
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.spec = spec
+        d = spec.d_model
+        self.embed_tokens = nn.Embedding(spec.vocab_size, d)
+        learned = spec.position.kind == "learned"
+        self.embed_positions = nn.Embedding(spec.max_seq_len, d) if learned else None
+        self.rotary = (RotaryEmbedding(rotary_dim(spec), spec.position.theta, spec.position.scaling)
+                       if spec.position.kind == "rope" else None)
+        self.layers = nn.ModuleList(Block(spec, layer) for layer in spec.plan)
+        self.norm = make_norm(spec.norm, d) if spec.norm.position == "pre" else nn.Identity()
+        self.lm_head = nn.Linear(d, spec.vocab_size, bias=False)
+        self.tie_weights()
+        self.embedding_scale = spec.mults.embedding
+        self.logits_scale = spec.mults.logits
+
+    def tie_weights(self) -> None:
+        if self.spec.tie_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(self, input_ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Logits [B, T, vocab] for every position. With a cache, continue after what it holds."""
+        start = cache.length if cache is not None else 0
+        t = input_ids.shape[1]
+        positions = torch.arange(start, start + t, device=input_ids.device)
+        x = self.embed_tokens(input_ids) * self.embedding_scale
+        if self.embed_positions is not None:
+            x = x + self.embed_positions(positions)
+        rope = self.rotary(positions, x.dtype) if self.rotary is not None else None
+        for i, layer in enumerate(self.layers):
+            x = layer(x, rope, start, cache.layers[i] if cache is not None else None)
+        if cache is not None:
+            cache.length += t
+        return self.lm_head(self.norm(x)) / self.logits_scale
+
+    def new_cache(self, batch: int, max_len: int, dtype: torch.dtype | None = None) -> KVCache:
+        """A static cache for `batch` sequences of up to `max_len` tokens, on the model's device."""
+        ref = self.embed_tokens.weight
+        return KVCache([layer.self_attn.new_cache(batch, max_len, ref.device, dtype or ref.dtype)
+                        for layer in self.layers])

@@ -1,0 +1,99 @@
+"""Rotary position embeddings: inverse frequencies for default, linear, llama3 and yarn scaling.
+
+The formulas follow the papers (RoFormer; Llama 3 "rope_scaling"; YaRN, Peng et al. 2023) in
+the parameterisation HF configs use, so a spec imported from a config.json rotates the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from archscope.spec.schema import ScalingSpec
+
+
+def _base_inv_freq(dim: int, theta: float) -> torch.Tensor:
+    return 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64, device="cpu").float() / dim))
+
+
+def _linear(inv_freq: torch.Tensor, s: ScalingSpec, dim: int, theta: float):
+    return inv_freq / s.factor, 1.0
+
+
+def _llama3(inv_freq: torch.Tensor, s: ScalingSpec, dim: int, theta: float):
+    """Long wavelengths are divided by `factor`, short ones kept, the band between blended."""
+    old_len = s.original_max_seq_len
+    low_wavelen, high_wavelen = old_len / s.low_freq_factor, old_len / s.high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > low_wavelen, inv_freq / s.factor, inv_freq)
+    smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor)
+    blended = (1 - smooth) * scaled / s.factor + smooth * scaled
+    medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+    return torch.where(medium, blended, scaled), 1.0
+
+
+def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def _yarn(inv_freq: torch.Tensor, s: ScalingSpec, dim: int, theta: float):
+    """Interpolate low frequencies, extrapolate high ones, ramp between (YaRN section 3.2)."""
+    beta_fast, beta_slow = s.beta_fast or 32.0, s.beta_slow or 1.0
+
+    def correction_dim(rotations: float) -> float:
+        return dim * math.log(s.original_max_seq_len / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low = max(math.floor(correction_dim(beta_fast)), 0)
+    high = min(math.ceil(correction_dim(beta_slow)), dim - 1)
+    if low == high:
+        high += 0.001  # the ramp needs a non-empty interval
+    ramp = ((torch.arange(dim // 2, dtype=torch.float32, device="cpu") - low) / (high - low)).clamp(0, 1)
+    extrapolate = 1 - ramp
+    inv_freq = inv_freq / s.factor * (1 - extrapolate) + inv_freq * extrapolate
+    if s.mscale and s.mscale_all_dim:
+        attention_factor = _yarn_mscale(s.factor, s.mscale) / _yarn_mscale(s.factor, s.mscale_all_dim)
+    else:
+        attention_factor = _yarn_mscale(s.factor)
+    return inv_freq, attention_factor
+
+
+SCALINGS = {"linear": _linear, "llama3": _llama3, "yarn": _yarn}
+
+
+def rope_frequencies(dim: int, theta: float, scaling: ScalingSpec | None):
+    """(inverse frequencies [dim/2] in fp32, factor applied to cos and sin)."""
+    inv_freq = _base_inv_freq(dim, theta)
+    if scaling is None:
+        return inv_freq, 1.0
+    return SCALINGS[scaling.kind](inv_freq, scaling, dim, theta)
+
+
+class RotaryEmbedding(nn.Module):
+    """cos/sin tables for given positions. Not a buffer: a meta-built model needs no materialising."""
+
+    def __init__(self, dim: int, theta: float, scaling: ScalingSpec | None):
+        super().__init__()
+        self.dim = dim
+        self._inv_freq, self.attention_factor = rope_frequencies(dim, theta, scaling)
+        self._on_device: dict = {}
+
+    def forward(self, positions: torch.Tensor, dtype: torch.dtype):
+        device = positions.device
+        inv_freq = self._on_device.get(device)
+        if inv_freq is None:
+            inv_freq = self._on_device[device] = self._inv_freq.to(device)
+        angles = positions.float()[:, None] * inv_freq[None, :]
+        emb = torch.cat((angles, angles), dim=-1)
+        return (emb.cos() * self.attention_factor).to(dtype), (emb.sin() * self.attention_factor).to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate x [..., T, dim] by the angles of its positions (the half-split pairing)."""
+    return x * cos + rotate_half(x) * sin

@@ -1,0 +1,1 @@
+"""Records -> pandas tables -> markdown/text; figures; mermaid diagrams. Pure: nothing is written."""

@@ -1,0 +1,135 @@
+"""HF checkpoint tensor names <-> archscope module names, one small table per HF layout.
+
+A rule maps one HF tensor to one or more of ours. Several targets mean the HF tensor is a fusion
+of ours, split along `split_dim` in the targets' sizes (GPT-2's c_attn holds q, k and v).
+`conv1d` marks GPT-2's Conv1D, which stores weights as [in, out], the transpose of nn.Linear.
+Patterns use `{i}` for the layer index and `{p}` for the parameter name (weight or bias).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from archscope.errors import CheckpointError
+
+
+@dataclass(frozen=True)
+class Rule:
+    hf: str
+    ours: tuple[str, ...]
+    conv1d: bool = False
+    split_dim: int = 0
+
+    def regex(self) -> re.Pattern:
+        pattern = re.escape(self.hf).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
+        return re.compile(pattern + "$")
+
+
+def _rules(*rows) -> tuple[Rule, ...]:
+    return tuple(Rule(hf, (ours,) if isinstance(ours, str) else tuple(ours), **kw)
+                 for hf, ours, *extra in rows for kw in [extra[0] if extra else {}])
+
+
+# Llama and everything described as "Llama + something" (Mistral, Qwen2, Granite) share names.
+LLAMA = _rules(
+    ("model.embed_tokens.weight", "embed_tokens.weight"),
+    ("model.layers.{i}.self_attn.q_proj.{p}", "layers.{i}.self_attn.q_proj.{p}"),
+    ("model.layers.{i}.self_attn.k_proj.{p}", "layers.{i}.self_attn.k_proj.{p}"),
+    ("model.layers.{i}.self_attn.v_proj.{p}", "layers.{i}.self_attn.v_proj.{p}"),
+    ("model.layers.{i}.self_attn.o_proj.{p}", "layers.{i}.self_attn.o_proj.{p}"),
+    ("model.layers.{i}.mlp.gate_proj.{p}", "layers.{i}.mlp.gate_proj.{p}"),
+    ("model.layers.{i}.mlp.up_proj.{p}", "layers.{i}.mlp.up_proj.{p}"),
+    ("model.layers.{i}.mlp.down_proj.{p}", "layers.{i}.mlp.down_proj.{p}"),
+    ("model.layers.{i}.input_layernorm.{p}", "layers.{i}.input_layernorm.{p}"),
+    ("model.layers.{i}.post_attention_layernorm.{p}", "layers.{i}.post_attention_layernorm.{p}"),
+    ("model.norm.{p}", "norm.{p}"),
+    ("lm_head.weight", "lm_head.weight"),
+)
+
+GPT2 = _rules(
+    ("transformer.wte.weight", "embed_tokens.weight"),
+    ("transformer.wpe.weight", "embed_positions.weight"),
+    ("transformer.h.{i}.ln_1.{p}", "layers.{i}.input_layernorm.{p}"),
+    ("transformer.h.{i}.attn.c_attn.{p}", ["layers.{i}.self_attn.q_proj.{p}",
+                                          "layers.{i}.self_attn.k_proj.{p}",
+                                          "layers.{i}.self_attn.v_proj.{p}"], {"conv1d": True}),
+    ("transformer.h.{i}.attn.c_proj.{p}", "layers.{i}.self_attn.o_proj.{p}", {"conv1d": True}),
+    ("transformer.h.{i}.ln_2.{p}", "layers.{i}.post_attention_layernorm.{p}"),
+    ("transformer.h.{i}.mlp.c_fc.{p}", "layers.{i}.mlp.up_proj.{p}", {"conv1d": True}),
+    ("transformer.h.{i}.mlp.c_proj.{p}", "layers.{i}.mlp.down_proj.{p}", {"conv1d": True}),
+    ("transformer.ln_f.{p}", "norm.{p}"),
+    ("lm_head.weight", "lm_head.weight"),
+)
+
+TABLES: dict[str, tuple[Rule, ...]] = {
+    "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
+}
+
+
+def table_for(model_type: str) -> tuple[Rule, ...]:
+    try:
+        return TABLES[model_type]
+    except KeyError:
+        raise CheckpointError(f"no weight-name table for model_type '{model_type}'; "
+                              f"available: {', '.join(sorted(TABLES))}") from None
+
+
+def _fill(pattern: str, match: re.Match) -> str:
+    out = pattern
+    for key, value in match.groupdict().items():
+        out = out.replace("{" + key + "}", value)
+    return out
+
+
+def _transposed(t: torch.Tensor, rule: Rule) -> torch.Tensor:
+    return t.t() if rule.conv1d and t.dim() == 2 else t
+
+
+def hf_to_ours(table, hf_tensors: dict, our_shapes: dict) -> tuple[dict, list[str]]:
+    """Rename (and split/transpose) HF tensors into our names.
+
+    Returns (our tensors, HF names no rule matched). `our_shapes` sizes the splits of fused
+    tensors; shape and presence checks are the loader's job.
+    """
+    compiled = [(rule, rule.regex()) for rule in table]
+    ours, unmatched = {}, []
+    for name, tensor in hf_tensors.items():
+        for rule, rx in compiled:
+            m = rx.match(name)
+            if m:
+                break
+        else:
+            unmatched.append(name)
+            continue
+        targets = [_fill(p, m) for p in rule.ours]
+        tensor = _transposed(tensor, rule)
+        if len(targets) == 1:
+            ours[targets[0]] = tensor
+            continue
+        missing = [t for t in targets if t not in our_shapes]
+        if missing:
+            unmatched.append(name)
+            continue
+        sizes = [our_shapes[t][rule.split_dim] for t in targets]
+        for target, part in zip(targets, torch.split(tensor, sizes, dim=rule.split_dim)):
+            ours[target] = part
+    return ours, unmatched
+
+
+def ours_to_hf(table, our_tensors: dict) -> dict:
+    """The inverse mapping: our state dict -> HF names (fused tensors concatenated back)."""
+    out = {}
+    for rule in table:
+        first = re.compile(re.escape(rule.ours[0]).replace(r"\{i\}", r"(?P<i>\d+)")
+                           .replace(r"\{p\}", r"(?P<p>weight|bias)") + "$")
+        for name in our_tensors:
+            m = first.match(name)
+            if not m:
+                continue
+            parts = [our_tensors[_fill(p, m)] for p in rule.ours]
+            tensor = parts[0] if len(parts) == 1 else torch.cat(parts, dim=rule.split_dim)
+            out[_fill(rule.hf, m)] = _transposed(tensor, rule).contiguous()
+    return out
