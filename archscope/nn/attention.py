@@ -14,16 +14,17 @@ from archscope.spec.schema import AttentionSpec, ModelSpec
 def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float):
     """SDPA over q [B,H,T,D] and k/v [B,Hkv,S,D] for queries at positions start..start+T-1.
 
-    Decides the mask: none for a single query over its cache, `is_causal` for a plain prompt,
-    an explicit causal/window mask otherwise.
+    Decides the mask: none for a single query over exactly its valid cache slots, `is_causal`
+    for a plain prompt, an explicit causal/window mask otherwise. `start` may be a device
+    tensor (a fixed-shape decode step reading every slot; `key_pos` then marks the valid ones).
     """
     n_q = q.shape[2]
     gqa = k.shape[1] != q.shape[1]
-    if n_q == 1:
+    if n_q == 1 and key_pos is None:
         return F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=gqa)
     if key_pos is None and window is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
-    query_pos = torch.arange(start, start + n_q, device=q.device)
+    query_pos = torch.arange(n_q, device=q.device) + start
     if key_pos is None:
         key_pos = query_pos
     mask = attention_mask(query_pos, key_pos, window)

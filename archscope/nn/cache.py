@@ -29,6 +29,8 @@ class LayerCache:
         from which the caller builds the causal/window mask.
         """
         n_new = next(iter(new.values())).shape[self.seq_dim]
+        if isinstance(start, torch.Tensor):
+            return self._append_at_device_position(new, start, n_new)
         if n_new == 1:
             slot = start % self.capacity
             for name, t in new.items():
@@ -49,6 +51,19 @@ class LayerCache:
         self.positions[slots] = new_pos[-keep:]
         return out, key_pos
 
+    def _append_at_device_position(self, new: dict[str, torch.Tensor], start: torch.Tensor,
+                                   n_new: int):
+        """One token whose position is a 0-dim device tensor: every shape stays fixed and no
+        value goes to the host, so the step can be captured as a CUDA graph or compiled once.
+        Returns every slot with its position (-1 = empty); the caller masks."""
+        if n_new != 1:
+            raise ValueError("a device-side cache position takes one token at a time")
+        slot = (start % self.capacity).view(1)
+        for name, t in new.items():
+            self.buffers[name].index_copy_(self.seq_dim, slot, t)
+        self.positions.index_copy_(0, slot, start.view(1))
+        return dict(self.buffers), self.positions
+
     def nbytes(self) -> int:
         return sum(b.numel() * b.element_size() for b in self.buffers.values())
 
@@ -63,6 +78,21 @@ class KVCache:
     def nbytes(self) -> int:
         """Bytes the cache tensors hold (positions bookkeeping excluded)."""
         return sum(layer.nbytes() for layer in self.layers)
+
+    def reset(self) -> None:
+        """Empty the cache for a new prompt, keeping its buffers (and so their addresses)."""
+        for layer in self.layers:
+            layer.positions.fill_(-1)
+        self.length = 0
+
+    def keep_length_on_device(self) -> None:
+        """From now on hold `length` as a 0-dim tensor beside the buffers, advanced in place.
+
+        For single-token steps only (a captured or compiled decode step): each layer then writes
+        its slot and attends over all slots with a mask, with no shape or value from the host.
+        """
+        device = self.layers[0].positions.device
+        self.length = torch.tensor(int(self.length), dtype=torch.long, device=device)
 
 
 def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int | None):

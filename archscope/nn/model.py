@@ -64,11 +64,18 @@ class DecoderLM(nn.Module):
         if self.spec.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
 
-    def forward(self, input_ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        """Logits [B, T, vocab] for every position. With a cache, continue after what it holds."""
+    def forward(self, input_ids: torch.Tensor, cache: KVCache | None = None,
+                last_only: bool = False) -> torch.Tensor:
+        """Logits [B, T, vocab] for every position. With a cache, continue after what it holds.
+
+        `last_only` gives [B, 1, vocab]: generation needs only the last position, and the
+        lm_head over the others would be most of a prompt's wasted work. The cache's length may
+        be a device tensor (KVCache.keep_length_on_device), so positions are computed on the
+        device: nothing in a decode step then depends on the host (CUDA-graph capture).
+        """
         start = cache.length if cache is not None else 0
         t = input_ids.shape[1]
-        positions = torch.arange(start, start + t, device=input_ids.device)
+        positions = torch.arange(t, device=input_ids.device) + start
         x = self.embed_tokens(input_ids) * self.embedding_scale
         if self.embed_positions is not None:
             x = x + self.embed_positions(positions)
@@ -76,7 +83,9 @@ class DecoderLM(nn.Module):
         for i, layer in enumerate(self.layers):
             x = layer(x, rope, start, cache.layers[i] if cache is not None else None)
         if cache is not None:
-            cache.length += t
+            cache.length += t  # in place when the length lives on the device
+        if last_only:
+            x = x[:, -1:]
         return self.lm_head(self.norm(x)) / self.logits_scale
 
     def new_cache(self, batch: int, max_len: int, dtype: torch.dtype | None = None) -> KVCache:

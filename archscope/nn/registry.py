@@ -27,10 +27,14 @@ def lookup(table: dict, kind: str, what: str):
 def _register_builtin() -> None:
     from archscope.nn import ffn
     from archscope.nn.attention import GQAAttention
+    from archscope.nn.mla import MLAttention
+    from archscope.nn.moe import MoE
 
     register(ATTENTION, "gqa", GQAAttention)
+    register(ATTENTION, "mla", MLAttention)
     register(FFN, "mlp", ffn.mlp)
     register(FFN, "swiglu", ffn.swiglu)
+    register(FFN, "moe", MoE)
 
 
 _register_builtin()

@@ -23,6 +23,10 @@ def mib(nbytes: int) -> str:
     return f"{nbytes / 2**20:,.2f} MiB"
 
 
+def gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.2f} GiB"
+
+
 def layer_ranges(indices) -> str:
     """[0, 1, 2, 5, 7, 9] -> '0-2, 5, 7, 9'."""
     indices = sorted(indices)
@@ -35,3 +39,11 @@ def layer_ranges(indices) -> str:
             out.append(str(start) if start == i else f"{start}-{i}")
             start = None
     return ", ".join(out)
+
+
+def text_table(rows: list[list[str]], right: set[int] = frozenset(), indent: str = "  ") -> list[str]:
+    """Plain aligned columns. Used where importing pandas (about 1 s) would dominate the run."""
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return [indent + "  ".join(cell.rjust(w) if c in right else cell.ljust(w)
+                               for c, (cell, w) in enumerate(zip(row, widths))).rstrip()
+            for row in rows]

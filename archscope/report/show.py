@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from archscope.report import describe
-from archscope.report.fmt import commas, human, layer_ranges
+from archscope.report.fmt import commas, gib, human, layer_ranges, mb, mib
+from archscope.report.fmt import text_table as _table
 from archscope.spec.schema import ModelSpec
 
 
-def _table(rows: list[list[str]], right: set[int] = frozenset()) -> list[str]:
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    return ["  " + "  ".join(cell.rjust(w) if c in right else cell.ljust(w)
-                             for c, (cell, w) in enumerate(zip(row, widths))).rstrip()
-            for row in rows]
-
-
-def show_text(spec: ModelSpec, params, layer_modules: dict, counted: int | None = None) -> str:
-    """params: estimate.ParamCount; layer_modules: measure.counted.layer_module_rows(spec)."""
+def show_text(spec: ModelSpec, params, layer_modules: dict, details: dict,
+              counted: int | None = None) -> str:
+    """params: estimate.ParamCount; layer_modules: measure.counted.layer_module_rows(spec);
+    details: report.details.model_details(spec)."""
     lines = [f"{spec.name}", f"  source: {spec.source}", ""]
     lines += ["Shape"] + _table([
         ["vocab_size", commas(spec.vocab_size)], ["d_model", commas(spec.d_model)],
@@ -41,4 +37,36 @@ def show_text(spec: ModelSpec, params, layer_modules: dict, counted: int | None 
         verdict = "matches" if counted == params.total else f"DIFFERS by {counted - params.total:+,}"
         rows.append(["counted (meta)", commas(counted), verdict])
     lines += _table(rows, right={1})
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _detail_lines(details)) + "\n"
+
+
+def _detail_lines(d: dict) -> list[str]:
+    lines = ["", "Parameter breakdown"]
+    lines += _table([[r["component"], commas(r["params"]), f"{r['percent']:.2f}%"]
+                     for r in d["params_breakdown"]], right={1, 2})
+    kv = d["kv_cache"]
+    lines += ["", f"KV cache ({kv['dtype']}, batch 1)",
+              f"  per token per layer: {kv['elements_per_token_per_layer']:,} elements = "
+              f"{kv['bytes_per_token_per_layer']:,} bytes (MHA-equivalent "
+              f"{kv['mha_equivalent_elements_per_token_per_layer']:,} elements)",
+              f"  per token, all layers: {kv['bytes_per_token']:,} bytes"]
+    rows = [["seq_len", "bytes", "MB", "MiB", "MHA-equivalent MiB"]]
+    rows += [[commas(r["seq_len"]), commas(r["bytes"]), mb(r["bytes"]), mib(r["bytes"]),
+              mib(r["mha_bytes"])] for r in kv["at_lengths"]]
+    lines += _table(rows, right={0, 1, 2, 3, 4})
+    components = [k for k in d["decode_flops"][0] if k not in ("context", "total")]
+    lines += ["", "Decode FLOPs per token (2 per multiply-add, matmuls only)"]
+    rows = [["context", "total"] + components]
+    rows += [[commas(r["context"]), human(r["total"])] + [human(r[c]) for c in components]
+             for r in d["decode_flops"]]
+    lines += _table(rows, right=set(range(len(rows[0]))))
+    lines += ["", "Weights"]
+    lines += _table([[dtype, commas(b), f"{b / 1e9:,.2f} GB", f"{b / 2**30:,.2f} GiB"]
+                     for dtype, b in d["weights_bytes"].items()], right={1, 2, 3})
+    lines += ["", f"Inference memory ({kv['dtype']}, batch 1): weights + KV cache + activations"]
+    rows = [["seq_len", "weights", "KV cache", "activations", "total"]]
+    rows += [[commas(r["seq_len"]), gib(r["weights"]), gib(r["kv_cache"]), gib(r["activations"]),
+              gib(r["weights"] + r["kv_cache"] + r["activations"])]
+             for r in d["inference_memory"]]
+    lines += _table(rows, right=set(range(5)))
+    return lines

@@ -16,8 +16,11 @@ from archscope.spec.schema import ModelSpec
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "model_specs"
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads `1e-5` as a number (YAML 1.1 wants `1.0e-5`; people write `1e-5`)."""
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """A safe loader (libyaml's when present: ten times faster) that reads `1e-5` as a number.
+
+    YAML 1.1 wants `1.0e-5`; people write `1e-5`.
+    """
 
 
 _FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
@@ -27,14 +30,14 @@ _FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
     |\.(?:nan|NaN|NAN))$""", re.X)
 _Loader.yaml_implicit_resolvers = {
     k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:float"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    for k, v in _Loader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
 
 
 def parse_yaml(text: str, where: str) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a safe loader
     except yaml.YAMLError as err:
         raise SpecError(f"not valid YAML: {err}", where=where) from None
 

@@ -3,7 +3,15 @@
 A rule maps one HF tensor to one or more of ours. Several targets mean the HF tensor is a fusion
 of ours, split along `split_dim` in the targets' sizes (GPT-2's c_attn holds q, k and v).
 `conv1d` marks GPT-2's Conv1D, which stores weights as [in, out], the transpose of nn.Linear.
+`alias` marks an older checkpoint name of a tensor another rule already maps: it is read, but
+`ours_to_hf` writes only the current name.
 Patterns use `{i}` for the layer index and `{p}` for the parameter name (weight or bias).
+
+MoE experts: transformers 5.x holds each layer's routed experts as two fused 3-D tensors,
+`experts.gate_up_proj` [E, 2*d_expert, d] and `experts.down_proj` [E, d, d_expert]; archscope's
+MoE stores them the same way, so they map by name. (Checkpoints saved by older transformers or
+by the model authors keep one 2-D tensor per expert, e.g. Mixtral's `experts.{j}.w1`; merging
+those is the loader's job, not a rename.)
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ class Rule:
     ours: tuple[str, ...]
     conv1d: bool = False
     split_dim: int = 0
+    alias: bool = False
 
     def regex(self) -> re.Pattern:
         pattern = re.escape(self.hf).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
@@ -64,8 +73,40 @@ GPT2 = _rules(
     ("lm_head.weight", "lm_head.weight"),
 )
 
+# Mixtral = Llama attention + a MoE FFN under `mlp` (router `gate`, fused experts).
+MOE = _rules(
+    ("model.layers.{i}.mlp.gate.weight", "layers.{i}.mlp.gate.weight"),
+    ("model.layers.{i}.mlp.experts.gate_up_proj", "layers.{i}.mlp.experts.gate_up_proj"),
+    ("model.layers.{i}.mlp.experts.down_proj", "layers.{i}.mlp.experts.down_proj"),
+)
+MIXTRAL = LLAMA + MOE
+
+# GraniteMoe = Mixtral with other module names: `block_sparse_moe`, `router`; its own
+# checkpoints use `input_linear`/`output_linear`/`router.layer` (same layouts, gate rows first).
+_GMOE = "model.layers.{i}.block_sparse_moe"
+GRANITEMOE = LLAMA + _rules(
+    (f"{_GMOE}.router.weight", "layers.{i}.mlp.gate.weight"),
+    (f"{_GMOE}.experts.gate_up_proj", "layers.{i}.mlp.experts.gate_up_proj"),
+    (f"{_GMOE}.experts.down_proj", "layers.{i}.mlp.experts.down_proj"),
+    (f"{_GMOE}.router.layer.weight", "layers.{i}.mlp.gate.weight", {"alias": True}),
+    (f"{_GMOE}.input_linear.weight", "layers.{i}.mlp.experts.gate_up_proj", {"alias": True}),
+    (f"{_GMOE}.output_linear.weight", "layers.{i}.mlp.experts.down_proj", {"alias": True}),
+)
+
+# DeepSeek-V2 = Llama norms/embeddings + MLA projections + (dense first layers | MoE with
+# shared experts). Dense layers use the Llama mlp names, so only the new names are listed.
+_ATTN = "model.layers.{i}.self_attn"
+_MLA_NAMES = ("q_proj", "q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa",
+              "kv_a_layernorm", "kv_b_proj", "o_proj")
+DEEPSEEK_V2 = tuple(r for r in LLAMA if ".self_attn." not in r.hf) + MOE + _rules(
+    *[(f"{_ATTN}.{name}.{{p}}", f"layers.{{i}}.self_attn.{name}.{{p}}") for name in _MLA_NAMES],
+    *[(f"model.layers.{{i}}.mlp.shared_experts.{proj}.{{p}}",
+       f"layers.{{i}}.mlp.shared_experts.{proj}.{{p}}") for proj in ("gate_proj", "up_proj", "down_proj")],
+)
+
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
+    "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
 }
 
 
@@ -123,6 +164,8 @@ def ours_to_hf(table, our_tensors: dict) -> dict:
     """The inverse mapping: our state dict -> HF names (fused tensors concatenated back)."""
     out = {}
     for rule in table:
+        if rule.alias:
+            continue
         first = re.compile(re.escape(rule.ours[0]).replace(r"\{i\}", r"(?P<i>\d+)")
                            .replace(r"\{p\}", r"(?P<p>weight|bias)") + "$")
         for name in our_tensors:

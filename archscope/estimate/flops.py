@@ -1,0 +1,167 @@
+"""Forward FLOPs from the spec alone: 2 FLOPs per multiply-add, matmuls only.
+
+Per layer of the plan, for T new tokens whose queries meet P query-key pairs per head:
+- attention_proj: 2 * T * (weight elements of the attention projections);
+- attention_qk:   2 * P * n_heads * qk_head_dim        (QK^T);
+- attention_av:   2 * P * n_heads * value_head_dim     (softmax(QK^T) V);
+- ffn:            2 * T * (gate/up/down weights), MoE: only top_k routed + shared experts;
+- router:         2 * T * d_model * n_experts;
+and once per model lm_head: 2 * T * d_model * vocab, tied or not, for EVERY position, because
+the built model (like transformers' forward) computes logits for all of them.
+
+- decode step at context N: T = 1; its query reads N keys (itself included), a sliding-window
+  layer min(N, window): P = min(N, window).
+- prefill of N tokens, attention="causal" (default): only the unmasked pairs,
+  P = N(N+1)/2, and for a window layer sum_i min(i, window); attention="full": P = N^2 for
+  every layer, the square that dense kernels and torch.utils.flop_counter count.
+- training per token = 3 x forward per token (backward = 2 x forward: one matmul for the
+  input gradient and one for the weight gradient per forward matmul; Kaplan et al. 2020).
+
+MLA conventions (`mla=`). kv_b_proj's cost is in attention_proj; in a prefill every convention
+applies it (or its absorbed halves) once per token:
+- "naive" (default; what transformers' DeepseekV2 computes): kv_b_proj decompresses each
+  token's latent into per-head K (qk_nope + qk_rope) and V (v_head_dim), and attention runs per
+  head in that space. Exact for a prefill; for a decode step it is an implementation that keeps
+  the decompressed K/V (KVCache.decompressed_bytes).
+- "recompute": the same, but the cache holds only the latent (KVCache.bytes), so a decode step
+  re-decompresses every key it reads: kv_b_proj on min(N, window) keys instead of 1. This is
+  what transformers >= 5 and archscope's builder do when decoding with a cache.
+- "absorbed" (DeepSeek's inference form; the builder's `absorb`): kv_b_proj's key half is folded
+  into the query and its value half into the output (the same multiply-adds per token), and
+  attention runs on the latent: per head q/k dim kv_lora_rank + qk_rope_head_dim, v dim
+  kv_lora_rank.
+
+Left out: norms, softmax, activations, RoPE, residual adds, biases, embedding lookups, the
+multipliers of Granite, MoE dispatch; and for MoE, load imbalance (exactly top_k experts per
+token is assumed). All are small next to the matmuls or are not FLOPs at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+from archscope.errors import InputError
+from archscope.estimate.structure import head_parts, layer_parts
+from archscope.spec import AttentionSpec, ModelSpec
+
+AttentionFlops = Literal["causal", "full"]
+MLAFlops = Literal["naive", "recompute", "absorbed"]
+COMPONENTS = ("attention_proj", "attention_qk", "attention_av", "ffn", "router", "lm_head")
+TRAINING_MULTIPLIER = 3
+
+
+@dataclass(frozen=True)
+class FlopCount:
+    kind: str  # "decode", "prefill" or "training"
+    seq_len: int  # the context (decode) or the prompt length (prefill, training)
+    batch: int
+    tokens: int  # new tokens processed: batch (decode) or batch x seq_len
+    attention: AttentionFlops
+    by_component: dict[str, int] = field(default_factory=dict)
+    mla: MLAFlops = "naive"  # the MLA convention used (no effect on GQA layers)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_component.values())
+
+    @property
+    def per_token(self) -> float:
+        return self.total / self.tokens
+
+
+def causal_pairs(n: int, window: int | None = None) -> int:
+    """Unmasked query-key pairs of a causal prompt of n tokens: sum_{i=1..n} min(i, window)."""
+    w = min(n, window) if window else n
+    return w * (w + 1) // 2 + (n - w) * w
+
+
+def _component(part_name: str) -> str:
+    if part_name == "ffn.router":
+        return "router"
+    return {"attention": "attention_proj", "ffn": "ffn", "lm_head": "lm_head"}[
+        part_name.split(".")[0]]
+
+
+def _pair_dims(attn: AttentionSpec, mla: MLAFlops) -> tuple[int, int]:
+    """Per head, the q/k and the v dimension that each query-key pair multiplies over."""
+    if attn.kind == "mla" and mla == "absorbed":
+        return attn.kv_lora_rank + attn.qk_rope_head_dim, attn.kv_lora_rank
+    return attn.qk_head_dim, attn.value_head_dim
+
+
+def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int],
+             keys: Callable[[AttentionSpec], int], mla: MLAFlops) -> dict[str, int]:
+    """Multiply-adds of one sequence: `tokens` new tokens, `pairs(attn)` query-key pairs per
+    head, `keys(attn)` latents that MLA's kv_b_proj decompresses (or absorbs)."""
+    if mla not in ("naive", "recompute", "absorbed"):
+        raise InputError(f"mla must be 'naive', 'recompute' or 'absorbed', got {mla!r}")
+    macs = dict.fromkeys(COMPONENTS, 0)
+    for layer in spec.plan:
+        attn = layer.attention
+        for part in layer_parts(spec, layer):
+            if part.macs:
+                uses = keys(attn) if part.per_key else tokens
+                macs[_component(part.name)] += part.macs * part.active * uses
+        qk_dim, v_dim = _pair_dims(attn, mla)
+        macs["attention_qk"] += pairs(attn) * attn.n_heads * qk_dim
+        macs["attention_av"] += pairs(attn) * attn.n_heads * v_dim
+    for part in head_parts(spec):
+        if part.macs:
+            macs[_component(part.name)] += part.macs * tokens
+    return macs
+
+
+def _count(kind: str, seq_len: int, batch: int, tokens: int, attention: AttentionFlops,
+           macs: dict[str, int], mla: MLAFlops) -> FlopCount:
+    return FlopCount(kind, seq_len, batch, batch * tokens, attention,
+                     {k: 2 * batch * v for k, v in macs.items()}, mla)
+
+
+def _check(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(f"{name} must be a positive integer, got {value!r}")
+
+
+def decode_flops(spec: ModelSpec, context: int, batch: int = 1,
+                 mla: MLAFlops = "naive") -> FlopCount:
+    """One decode step per sequence: a new token at position `context` (it reads `context` keys,
+    itself included; window layers min(context, window)). `mla`: see the module doc."""
+    _check("context", context)
+    _check("batch", batch)
+
+    def read(attn: AttentionSpec) -> int:
+        return min(context, attn.window) if attn.window else context
+
+    expanded = read if mla == "recompute" else (lambda attn: 1)
+    macs = _forward(spec, 1, read, expanded, mla)
+    return _count("decode", context, batch, 1, "causal", macs, mla)
+
+
+def prefill_flops(spec: ModelSpec, seq_len: int, batch: int = 1,
+                  attention: AttentionFlops = "causal", mla: MLAFlops = "naive") -> FlopCount:
+    """A forward over `batch` prompts of `seq_len` tokens, logits for every position."""
+    _check("seq_len", seq_len)
+    _check("batch", batch)
+    if attention not in ("causal", "full"):
+        raise InputError(f"attention FLOPs must be 'causal' or 'full', got {attention!r}")
+
+    def pairs(attn: AttentionSpec) -> int:
+        return causal_pairs(seq_len, attn.window) if attention == "causal" else seq_len ** 2
+
+    macs = _forward(spec, seq_len, pairs, lambda attn: seq_len, mla)
+    return _count("prefill", seq_len, batch, seq_len, attention, macs, mla)
+
+
+def training_flops(spec: ModelSpec, seq_len: int, batch: int = 1,
+                   attention: AttentionFlops = "causal") -> FlopCount:
+    """Forward + backward over `batch` sequences of `seq_len`: 3 x the (naive) prefill forward."""
+    fwd = prefill_flops(spec, seq_len, batch, attention)
+    return FlopCount("training", seq_len, batch, fwd.tokens, attention,
+                     {k: TRAINING_MULTIPLIER * v for k, v in fwd.by_component.items()})
+
+
+def training_flops_per_token(spec: ModelSpec, seq_len: int,
+                             attention: AttentionFlops = "causal") -> float:
+    """Training FLOPs per token at length `seq_len` (about 6 x active params + attention)."""
+    return training_flops(spec, seq_len, 1, attention).per_token

@@ -1,0 +1,100 @@
+"""KV-cache size from the spec alone.
+
+Per token per layer, in elements (numbers), what the model's own cache holds:
+- GQA (MHA, MQA): 2 * n_kv_heads * head_dim (one key and one value per KV head);
+- MLA: kv_lora_rank + qk_rope_head_dim (the compressed latent and the one RoPE key shared by
+  all heads; DeepSeek-V2 paper, section 2.1; transformers' DeepseekV2 caches exactly these).
+Beside it, two reference sizes for the same layers:
+- decompressed: what a naive MLA implementation stores after kv_b_proj,
+  n_heads * (qk_nope + qk_rope) for K plus n_heads * v_head_dim for V (GQA: same as cached);
+- MHA-equivalent: every query head keeps its own key and value,
+  n_heads * (qk_head_dim + value_head_dim), i.e. 2 * n_heads * head_dim for GQA (for MLA it
+  equals the decompressed size).
+A sliding-window layer holds min(seq_len, window) tokens, any other layer seq_len tokens.
+Total bytes = batch * sum over layers (tokens held * elements per token) * dtype bytes.
+
+Left out: allocator padding, paged-cache block rounding, the quantisation scales of an int8/int4
+cache, and static caches preallocated to max_seq_len (price those with seq_len=max_seq_len).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archscope.estimate.dtypes import canonical_dtype, nbytes
+from archscope.spec import AttentionSpec, ModelSpec
+
+
+def kv_elements_per_token(attn: AttentionSpec) -> int:
+    """Elements the cache holds per token for one layer."""
+    if attn.kind == "mla":
+        return attn.kv_lora_rank + attn.qk_rope_head_dim
+    return 2 * attn.n_kv_heads * attn.head_dim
+
+
+def decompressed_elements_per_token(attn: AttentionSpec) -> int:
+    """Per token per layer after MLA's up-projection (GQA: nothing to decompress)."""
+    if attn.kind == "mla":
+        return mha_elements_per_token(attn)
+    return kv_elements_per_token(attn)
+
+
+def mha_elements_per_token(attn: AttentionSpec) -> int:
+    """Per token per layer if every query head kept its own key and value."""
+    return attn.n_heads * (attn.qk_head_dim + attn.value_head_dim)
+
+
+def tokens_held(attn: AttentionSpec, seq_len: int) -> int:
+    return min(seq_len, attn.window) if attn.window else seq_len
+
+
+@dataclass(frozen=True)
+class KVCache:
+    seq_len: int
+    batch: int
+    dtype: str
+    elements_per_token: tuple[int, ...]  # per layer
+    tokens_held: tuple[int, ...]  # per layer: seq_len, or the window when smaller
+    bytes_per_layer: tuple[int, ...]  # batch x tokens held x elements, at dtype
+    bytes: int  # the whole cache
+    decompressed_bytes: int  # the same tokens, stored decompressed (MLA; GQA: == bytes)
+    mha_bytes: int  # the same tokens, one K and V per query head
+
+    @property
+    def bytes_per_token_per_layer(self) -> tuple[int, ...]:
+        return tuple(nbytes(e, self.dtype) for e in self.elements_per_token)
+
+    @property
+    def elements_per_token_all_layers(self) -> int:
+        return sum(self.elements_per_token)
+
+    @property
+    def bytes_per_token(self) -> int:
+        """One more token of context, all layers, batch 1 (ignoring window caps)."""
+        return nbytes(self.elements_per_token_all_layers, self.dtype)
+
+
+def _cache_bytes(spec: ModelSpec, seq_len: int, batch: int, dtype: str, per_token) -> int:
+    return nbytes(batch * sum(tokens_held(layer.attention, seq_len) * per_token(layer.attention)
+                              for layer in spec.plan), dtype)
+
+
+def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16") -> KVCache:
+    """The cache after `seq_len` tokens for `batch` sequences, stored in `dtype`."""
+    dtype = canonical_dtype(dtype)
+    attns = [layer.attention for layer in spec.plan]
+    held = tuple(tokens_held(a, seq_len) for a in attns)
+    elements = tuple(kv_elements_per_token(a) for a in attns)
+    return KVCache(
+        seq_len=seq_len, batch=batch, dtype=dtype,
+        elements_per_token=elements, tokens_held=held,
+        bytes_per_layer=tuple(nbytes(batch * t * e, dtype) for t, e in zip(held, elements)),
+        bytes=_cache_bytes(spec, seq_len, batch, dtype, kv_elements_per_token),
+        decompressed_bytes=_cache_bytes(spec, seq_len, batch, dtype,
+                                        decompressed_elements_per_token),
+        mha_bytes=_cache_bytes(spec, seq_len, batch, dtype, mha_elements_per_token))
+
+
+def kv_cache_bytes(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16") -> int:
+    """Bytes of the whole cache (see `kv_cache` for the parts)."""
+    return _cache_bytes(spec, seq_len, batch, canonical_dtype(dtype), kv_elements_per_token)

@@ -1,0 +1,136 @@
+"""Memory from the spec alone: weights, inference memory at a context, the longest that fits.
+
+- weights: total parameters x bytes per parameter (int4: half a byte). Quantisation scales,
+  zero points and any layers kept in higher precision are left out.
+- inference memory at context N for a batch = weights + KV cache (kv_cache.py) + activations.
+- activations, the transient peak of one forward over the prompt (the whole prompt at once
+  unless `prefill_chunk` is given), at the compute dtype:
+      batch * (tokens * (2 * d_model + widest layer) + logit positions * vocab_size)
+  where 2 * d_model is the residual stream and the current sublayer's normed input; the widest
+  layer is the widest of q + k + v + attention output (per-head K/V, MLA decompressed) and the
+  FFN hidden (mlp d_ff, swiglu 2 d_ff, MoE 2 d_expert (top_k + shared) + router logits);
+  the logits are those of the last position (what generation needs; transformers' generate
+  asks for just those), or of every position with `all_logits=True` (a plain forward of the
+  built model, as in profiling, or training without a fused loss).
+  Left out: attention score matrices (a fused / flash kernel never stores them; an eager kernel
+  adds batch * n_heads * tokens * N), the CUDA context, workspaces and allocator fragmentation.
+- dtypes: `dtype` prices the weights. int8/int4/fp8 quantise weights only: the cache and the
+  activations stay bf16 unless `kv_dtype` says otherwise; a float dtype prices all three.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archscope.errors import InputError
+from archscope.estimate.dtypes import WEIGHT_DTYPES, canonical_dtype, dtype_bits, nbytes
+from archscope.estimate.kv_cache import decompressed_elements_per_token, kv_cache_bytes
+from archscope.estimate.params import count_params
+from archscope.spec import FFNSpec, LayerPlan, ModelSpec
+
+
+def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
+    return nbytes(count_params(spec).total, dtype)
+
+
+def weights_table(spec: ModelSpec, dtypes=WEIGHT_DTYPES) -> dict[str, int]:
+    """Weight bytes at each dtype (fp32, fp16, bf16, int8, int4 by default)."""
+    total = count_params(spec).total
+    return {canonical_dtype(d): nbytes(total, d) for d in dtypes}
+
+
+def compute_dtype(dtype: str) -> str:
+    """The dtype caches and activations use when weights are stored in `dtype`."""
+    dtype = canonical_dtype(dtype)
+    return dtype if dtype_bits(dtype) >= 16 else "bf16"
+
+
+def _ffn_width(ffn: FFNSpec) -> int:
+    if ffn.kind == "mlp":
+        return ffn.d_ff
+    if ffn.kind == "swiglu":
+        return 2 * ffn.d_ff
+    return 2 * ffn.d_expert * (ffn.top_k + ffn.shared_experts) + ffn.n_experts
+
+
+def _layer_width(layer: LayerPlan) -> int:
+    attn = layer.attention
+    q_and_out = attn.n_heads * (attn.qk_head_dim + attn.value_head_dim)
+    return max(q_and_out + decompressed_elements_per_token(attn), _ffn_width(layer.ffn))
+
+
+def activation_bytes(spec: ModelSpec, tokens: int, batch: int = 1, dtype: str = "bf16",
+                     all_logits: bool = False) -> int:
+    """Transient peak of a forward over `tokens` positions per sequence (see the module doc)."""
+    widest = max(_layer_width(layer) for layer in spec.plan)
+    logits = (tokens if all_logits else 1) * spec.vocab_size
+    return nbytes(batch * (tokens * (2 * spec.d_model + widest) + logits), dtype)
+
+
+@dataclass(frozen=True)
+class InferenceMemory:
+    seq_len: int
+    batch: int
+    dtype: str  # weights
+    kv_dtype: str  # cache and activations
+    weights: int
+    kv_cache: int
+    activations: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv_cache + self.activations
+
+
+def inference_memory(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16",
+                     kv_dtype: str | None = None, prefill_chunk: int | None = None,
+                     all_logits: bool = False) -> InferenceMemory:
+    """Weights + KV cache at `seq_len` + activations of prefilling it (in chunks, if given)."""
+    return _memory(spec, seq_len, batch, dtype, kv_dtype, prefill_chunk, all_logits,
+                   weights_bytes(spec, dtype))
+
+
+def _memory(spec: ModelSpec, seq_len: int, batch: int, dtype: str, kv_dtype: str | None,
+            prefill_chunk: int | None, all_logits: bool, weights: int) -> InferenceMemory:
+    dtype = canonical_dtype(dtype)
+    kv_dtype = canonical_dtype(kv_dtype) if kv_dtype else compute_dtype(dtype)
+    tokens = min(seq_len, prefill_chunk) if prefill_chunk else seq_len
+    return InferenceMemory(seq_len, batch, dtype, kv_dtype, weights,
+                           kv_cache=kv_cache_bytes(spec, seq_len, batch, kv_dtype),
+                           activations=activation_bytes(spec, tokens, batch, kv_dtype, all_logits))
+
+
+# Uncapped searches stop here (2^40 tokens): with every layer windowed and a chunked prefill,
+# memory stops growing and every context would fit.
+UNCAPPED_LIMIT = 2 ** 40
+
+
+def max_context(spec: ModelSpec, budget_bytes: float, batch: int = 1, dtype: str = "bf16",
+                kv_dtype: str | None = None, prefill_chunk: int | None = None,
+                all_logits: bool = False, capped: bool = True) -> int:
+    """The longest context whose inference memory fits `budget_bytes`; 0 if none does.
+
+    Capped at the spec's max_seq_len unless `capped=False` (a what-if beyond the trained
+    context; then at most UNCAPPED_LIMIT). Memory never shrinks as the context grows, so a
+    binary search finds the edge.
+    """
+    if not budget_bytes > 0:
+        raise InputError(f"the memory budget must be positive, got {budget_bytes!r}")
+    weights = weights_bytes(spec, dtype)
+
+    def fits(n: int) -> bool:
+        mem = _memory(spec, n, batch, dtype, kv_dtype, prefill_chunk, all_logits, weights)
+        return mem.total <= budget_bytes
+
+    if not fits(1):
+        return 0
+    hi = spec.max_seq_len if capped else 2
+    while not capped and hi < UNCAPPED_LIMIT and fits(hi):
+        hi *= 2
+    if fits(hi):
+        return hi
+    lo = 1  # invariant: fits(lo) and not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo

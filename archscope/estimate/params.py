@@ -1,0 +1,72 @@
+"""Parameter counts from the spec alone.
+
+Formula: the sum over the module structure in `structure.py` (token embedding, learned
+positions, per layer of the plan its attention projections, FFN or experts + router, two
+norms; final norm; lm_head), counting unique tensors, so a tied lm_head adds nothing.
+Per-layer kinds may differ (DeepSeek's dense first layer), so every layer is counted on its own.
+
+- total: every stored parameter.
+- active: the parameters one token uses: MoE layers count only top_k routed experts (plus
+  shared experts and the router); everything else, embeddings and head included, counts whole.
+- embedding: the lookup tables (token embedding + learned positions). They cost memory but no
+  matmul FLOPs; an untied lm_head is not in it (it is `breakdown["lm_head"]`).
+
+Source: the module structure of transformers' Llama/Mistral/GPT-2/Granite/Mixtral/GraniteMoe/
+DeepseekV2 classes; the tests check these counts against those classes built on the meta device.
+Left out: buffers (RoPE inverse frequencies, masks), which are not parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from archscope.estimate.structure import Part, model_parts
+from archscope.spec import ModelSpec
+
+# Order of the breakdown groups, and the group each key belongs to (by prefix).
+GROUPS = ("embedding", "attention", "ffn", "norms", "head")
+_GROUP_OF = {"embedding": "embedding", "positional": "embedding", "attention": "attention",
+             "ffn": "ffn", "norms": "norms", "final_norm": "norms", "lm_head": "head"}
+
+
+def group_of(key: str) -> str:
+    """'attention.q_proj' -> 'attention'; 'final_norm' -> 'norms'; 'lm_head' -> 'head'."""
+    return _GROUP_OF[key.split(".")[0]]
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    total: int
+    active: int
+    embedding: int
+    breakdown: dict[str, int] = field(default_factory=dict)  # key -> params, in group order
+
+    @property
+    def non_embedding(self) -> int:
+        return self.total - self.embedding
+
+    @property
+    def groups(self) -> dict[str, int]:
+        """The breakdown summed into embedding, attention, ffn, norms, head."""
+        out = dict.fromkeys(GROUPS, 0)
+        for key, value in self.breakdown.items():
+            out[group_of(key)] += value
+        return out
+
+
+def count_params(spec: ModelSpec) -> ParamCount:
+    """Total, active and embedding parameters of `spec`, with a per-component breakdown."""
+    parts = model_parts(spec)
+    return ParamCount(
+        total=sum(p.params * p.copies for p in parts),
+        active=sum(p.params * p.active for p in parts),
+        embedding=sum(p.params for p in parts if group_of(p.name) == "embedding"),
+        breakdown=_breakdown(parts))
+
+
+def _breakdown(parts: list[Part]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for p in parts:
+        totals[p.name] = totals.get(p.name, 0) + p.params * p.copies
+    # Stable sort: keys keep their first-seen order inside each group.
+    return dict(sorted(totals.items(), key=lambda kv: GROUPS.index(group_of(kv[0]))))

@@ -1,0 +1,183 @@
+"""Roofline predictions: FLOPs and bytes moved per phase (from archscope.estimate) against a
+hardware profile's peak matmul FLOP/s and memory bandwidth.
+
+A phase takes max(compute time, memory time): time = max(FLOPs / peak FLOP/s, bytes / bandwidth).
+Both are lower bounds, so a prediction is the best the hardware could do, never an average.
+
+- prefill of P tokens, batch B: FLOPs = estimate.prefill_flops (causal), with the lm_head term
+  for the last position only (generation asks for no other logits); bytes = weights read once
+  (`weights_read_bytes` with B*P tokens) + the KV cache written (kv_cache_bytes at P).
+- decode step at context N (the new token reads N keys, itself included): FLOPs =
+  estimate.decode_flops(N, B); bytes = weights read (B tokens) + the cache read
+  (kv_cache_bytes at N). Over the T-1 steps after the prompt (N = P+1 .. P+T-1),
+  tokens/s = B * (T-1) / sum of the step times.
+Left out: activation traffic, kernel launch and framework overhead, attention kernels that
+re-read K/V, caches smaller than the working set; the CPU profile's peaks are measured here, the
+GPU presets are datasheet peaks that real kernels reach only in part.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from archscope.errors import InputError
+from archscope.estimate import (canonical_dtype, count_params, decode_flops, kv_cache_bytes,
+                                nbytes, prefill_flops)
+from archscope.estimate.structure import ffn_parts
+from archscope.spec import ModelSpec
+
+TB = 1e12
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    flops_per_s: dict[str, float]  # peak dense matmul FLOP/s by dtype
+    bandwidth: float  # memory bytes/s
+    source: str
+    memory_bytes: int | None = None
+
+    def peak_flops(self, dtype: str) -> float:
+        dtype = canonical_dtype(dtype)
+        if dtype not in self.flops_per_s:
+            raise InputError(f"hardware profile {self.name} has no {dtype} peak; "
+                             f"it has {', '.join(self.flops_per_s)}")
+        return self.flops_per_s[dtype]
+
+
+# Datasheet peaks. The tensor-core figures are printed "with sparsity"; dense is half of them.
+# fp32 is the non-tensor-core figure: PyTorch keeps TF32 off for fp32 matmuls by default.
+PRESETS = {
+    # NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM: FP32 67 TFLOPS; BF16 and FP16
+    # Tensor Core 1,979 TFLOPS with sparsity; 141 GB HBM3e at 4.8 TB/s.
+    "h200": Hardware("h200", {"fp32": 67 * TB, "bf16": 989.5 * TB, "fp16": 989.5 * TB},
+                     4.8 * TB, "NVIDIA H200 SXM datasheet", 141 * 10**9),
+    # NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: FP32 67 TFLOPS; BF16/FP16 Tensor Core
+    # 1,979 TFLOPS with sparsity; 80 GB HBM3 at 3.35 TB/s.
+    "h100": Hardware("h100", {"fp32": 67 * TB, "bf16": 989.5 * TB, "fp16": 989.5 * TB},
+                     3.35 * TB, "NVIDIA H100 SXM datasheet", 80 * 10**9),
+    # NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM: FP32 19.5 TFLOPS; BF16/FP16 Tensor
+    # Core 312 TFLOPS (624 with sparsity); 2,039 GB/s.
+    "a100": Hardware("a100", {"fp32": 19.5 * TB, "bf16": 312 * TB, "fp16": 312 * TB},
+                     2.039 * TB, "NVIDIA A100 80GB SXM datasheet", 80 * 10**9),
+}
+
+
+def preset_for_gpu(gpu_name: str) -> Hardware | None:
+    """The preset whose name appears in a CUDA device name ('NVIDIA H200' -> h200)."""
+    lowered = gpu_name.lower()
+    return next((hw for key, hw in PRESETS.items() if key in lowered), None)
+
+
+def weights_read_bytes(spec: ModelSpec, dtype: str, tokens: int = 1) -> int:
+    """Weight bytes one forward over `tokens` tokens reads from memory.
+
+    Every parameter except the lookup tables (embedding rows and learned positions: only the
+    used rows are touched), plus the token embedding when tied (the lm_head reads all of it).
+    MoE experts: the expected number touched by `tokens` tokens each routed to top_k of
+    n_experts uniformly, n * (1 - (1 - top_k/n)^tokens), summed over the MoE layers.
+    """
+    p = count_params(spec)
+    read = p.total - p.embedding + (p.breakdown.get("embedding", 0) if spec.tie_embeddings else 0)
+    for layer in spec.plan:
+        for part in ffn_parts(layer.ffn, spec.d_model):
+            if part.copies > part.active:  # routed experts: only some are read
+                touched = part.copies * (1 - (1 - part.active / part.copies) ** tokens)
+                read -= round(part.params * (part.copies - touched))
+    return nbytes(read, dtype)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    seconds: float
+    flops: int
+    bytes: int
+    compute_s: float
+    memory_s: float
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+
+def predict_prefill(spec: ModelSpec, hw: Hardware, prompt_len: int, batch: int,
+                    dtype: str) -> Prediction:
+    """Time to run a prompt of `prompt_len` tokens (logits of the last position only)."""
+    f = prefill_flops(spec, prompt_len, batch)
+    lm_head = f.by_component["lm_head"]
+    flops = f.total - lm_head + lm_head // prompt_len
+    moved = (weights_read_bytes(spec, dtype, batch * prompt_len)
+             + kv_cache_bytes(spec, prompt_len, batch, dtype))
+    compute, memory = flops / hw.peak_flops(dtype), moved / hw.bandwidth
+    return Prediction(max(compute, memory), flops, moved, compute, memory)
+
+
+def predict_decode(spec: ModelSpec, hw: Hardware, prompt_len: int, new_tokens: int,
+                   batch: int, dtype: str) -> Prediction:
+    """The T-1 decode steps after a prompt; extra['tokens_per_s'] = B*(T-1) / their time."""
+    steps = range(prompt_len + 1, prompt_len + new_tokens)
+    weights = weights_read_bytes(spec, dtype, batch)
+    flops = moved = 0
+    seconds = compute = memory = 0.0
+    for context in steps:
+        step_flops = decode_flops(spec, context, batch).total
+        step_bytes = weights + kv_cache_bytes(spec, context, batch, dtype)
+        c, m = step_flops / hw.peak_flops(dtype), step_bytes / hw.bandwidth
+        flops, moved = flops + step_flops, moved + step_bytes
+        seconds, compute, memory = seconds + max(c, m), compute + c, memory + m
+    tokens = batch * len(steps)
+    return Prediction(seconds, flops, moved, compute, memory,
+                      {"tokens_per_s": tokens / seconds if seconds else None,
+                       "bytes_per_step": moved // max(len(steps), 1)})
+
+
+def calibrate(device: str = "cpu", dtype: str = "fp32", seconds: float = 0.3) -> Hardware:
+    """A profile of this machine from a short measured run (the best of repeats, like a peak).
+
+    FLOP/s: square matmuls at `dtype`, the size doubled until one takes > 20 ms (CPU: at most
+    2048; CUDA: 8192). Bandwidth: copying a buffer much larger than the caches (CPU 256 MiB,
+    CUDA 1 GiB), counting bytes read + written.
+    """
+    import torch
+
+    from archscope.measure.timing import sync, to_torch_dtype
+
+    dev = torch.device(device)
+    tdtype = to_torch_dtype(dtype)
+    n_max = 8192 if dev.type == "cuda" else 2048
+    n = 256
+    while True:
+        a = torch.randn(n, n, device=dev).to(tdtype)
+        took = _best(lambda: a @ a, dev, seconds / 4)
+        if took > 20e-3 or n >= n_max:
+            break
+        n *= 2
+    flops = 2 * n ** 3 / _best(lambda: a @ a, dev, seconds)
+    size = (1 << 30 if dev.type == "cuda" else 256 << 20) // 4
+    src = torch.ones(size, device=dev)
+    dst = torch.empty_like(src)
+    bandwidth = 2 * src.numel() * 4 / _best(lambda: dst.copy_(src), dev, seconds)
+    del a, src, dst
+    sync(dev)
+    name = f"local-{dev.type}"
+    return Hardware(name, {canonical_dtype(dtype): flops}, bandwidth,
+                    f"measured: {n}x{n} {canonical_dtype(dtype)} matmul, "
+                    f"{size * 4 >> 20} MiB copy")
+
+
+def _best(fn, dev, seconds: float) -> float:
+    """The fastest of repeated calls (at least 3, for about `seconds`), synchronised."""
+    from archscope.measure.timing import sync
+
+    fn()
+    sync(dev)
+    best, spent, calls = float("inf"), 0.0, 0
+    while calls < 3 or spent < seconds:
+        t0 = time.perf_counter()
+        fn()
+        sync(dev)
+        took = time.perf_counter() - t0
+        best, spent, calls = min(best, took), spent + took, calls + 1
+    return best

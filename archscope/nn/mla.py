@@ -1,0 +1,130 @@
+"""Multi-head latent attention (DeepSeek-V2, section 2.1), caching only the latent.
+
+Per token, `kv_a_proj_with_mqa` makes a latent of `kv_lora_rank` (RMS-normalised) plus one
+RoPE key of `qk_rope_head_dim` shared by all heads. Only those two go into the cache: 576
+values per token per layer for DeepSeek-V2, against 2 * 128 * 192 = 49,152 decompressed ones.
+At attention time `kv_b_proj` decompresses the cached latent into per-head no-RoPE keys and
+values. Queries come from a low-rank path (`q_a_proj`, its RMSNorm, `q_b_proj`) or, when
+`q_lora_rank` is null (DeepSeek-V2-Lite), a plain `q_proj`.
+
+Two equivalent ways to attend, chosen by `absorb`:
+- naive (default; the reference, as transformers computes it): up-project every cached latent
+  through kv_b_proj, then ordinary multi-head attention over [k_nope, k_rope] and v;
+- absorbed: fold kv_b_proj's key half into the query and its value half into the output, so
+  attention runs directly on the latent as multi-query attention with one "head" of
+  kv_lora_rank + qk_rope_head_dim. Fewer FLOPs per decode step on long caches; same result.
+
+Conventions that follow transformers' DeepseekV2Attention (and DeepSeek's reference code):
+- RoPE rotates interleaved pairs (x0, x1), (x2, x3), ... not the half-split pairs of Llama;
+- the rotary cos/sin already carry YaRN's attention factor mscale(s, mscale) /
+  mscale(s, mscale_all_dim) (archscope.nn.rope, as transformers' yarn init computes it), and the
+  softmax scale is 1/sqrt(qk_nope + qk_rope) times mscale(s, mscale_all_dim)^2 when the spec's
+  yarn scaling sets mscale_all_dim;
+- q_a_layernorm and kv_a_layernorm use eps 1e-6 whatever the model's norm eps (both
+  implementations construct them with the RMSNorm default).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from archscope.nn.attention import attend
+from archscope.nn.cache import LayerCache
+from archscope.nn.norms import RMSNorm
+from archscope.nn.rope import _yarn_mscale
+from archscope.spec.schema import AttentionSpec, ModelSpec
+
+LATENT_NORM_EPS = 1e-6  # transformers/DeepSeek build both latent RMSNorms with the default eps
+
+
+def apply_rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate adjacent pairs of x [..., T, dim] (DeepSeek's layout).
+
+    cos/sin are the model's [T, dim] tables in the half-split layout cat(angles, angles), so
+    their first half holds one angle per pair.
+    """
+    half = x.shape[-1] // 2
+    c, s = cos[..., :half], sin[..., :half]
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1).flatten(-2)
+
+
+def softmax_scale(spec: ModelSpec, attn: AttentionSpec) -> float:
+    """1/sqrt(q/k head dim) (or Granite-style attention multiplier), times DeepSeek's mscale^2."""
+    scale = spec.mults.attention or attn.qk_head_dim ** -0.5
+    scaling = spec.position.scaling
+    if scaling is not None and scaling.mscale_all_dim:
+        scale *= _yarn_mscale(scaling.factor, scaling.mscale_all_dim) ** 2
+    return scale
+
+
+class MLAttention(nn.Module):
+    def __init__(self, spec: ModelSpec, attn: AttentionSpec):
+        super().__init__()
+        d, h = spec.d_model, attn.n_heads
+        self.n_heads, self.window = h, attn.window
+        self.nope, self.rope_dim, self.v_dim = attn.qk_nope_head_dim, attn.qk_rope_head_dim, attn.v_head_dim
+        self.latent = attn.kv_lora_rank
+        if attn.q_lora_rank:
+            self.q_a_proj = nn.Linear(d, attn.q_lora_rank, bias=attn.bias)
+            self.q_a_layernorm = RMSNorm(attn.q_lora_rank, LATENT_NORM_EPS)
+            self.q_b_proj = nn.Linear(attn.q_lora_rank, h * attn.qk_head_dim, bias=False)
+        else:
+            self.q_proj = nn.Linear(d, h * attn.qk_head_dim, bias=False)
+        self.low_rank_query = bool(attn.q_lora_rank)
+        self.kv_a_proj_with_mqa = nn.Linear(d, self.latent + self.rope_dim, bias=attn.bias)
+        self.kv_a_layernorm = RMSNorm(self.latent, LATENT_NORM_EPS)
+        self.kv_b_proj = nn.Linear(self.latent, h * (self.nope + self.v_dim), bias=False)
+        self.o_proj = nn.Linear(h * self.v_dim, d, bias=attn.has_out_bias)
+        self.scale = softmax_scale(spec, attn)
+        self.absorb = False  # see the module docstring; both give the same logits
+
+    def query(self, x):
+        if self.low_rank_query:
+            return self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
+        return self.q_proj(x)
+
+    def forward(self, x, rope, start: int, cache: LayerCache | None):
+        b, t, _ = x.shape
+        q = self.query(x).view(b, t, self.n_heads, self.nope + self.rope_dim).transpose(1, 2)
+        q_nope, q_rope = q.split([self.nope, self.rope_dim], dim=-1)
+        latent, k_rope = self.kv_a_proj_with_mqa(x).split([self.latent, self.rope_dim], dim=-1)
+        latent = self.kv_a_layernorm(latent)  # [B, T, kv_lora_rank]
+        cos, sin = rope
+        q_rope = apply_rope_interleaved(q_rope, cos, sin)
+        k_rope = apply_rope_interleaved(k_rope, cos, sin)  # [B, T, rope]: one key for all heads
+        key_pos = None
+        if cache is not None:
+            held, key_pos = cache.append({"latent": latent, "k_rope": k_rope}, start)
+            latent, k_rope = held["latent"], held["k_rope"]
+        attention = self._absorbed if self.absorb else self._naive
+        out = attention(q_nope, q_rope, latent, k_rope, start, key_pos)  # [B, H, T, v]
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+    def _naive(self, q_nope, q_rope, latent, k_rope, start, key_pos):
+        """Decompress every held latent into per-head keys and values, then plain MHA."""
+        b, s, _ = latent.shape
+        kv = self.kv_b_proj(latent).view(b, s, self.n_heads, self.nope + self.v_dim).transpose(1, 2)
+        k_nope, v = kv.split([self.nope, self.v_dim], dim=-1)
+        k_rope = k_rope[:, None].expand(b, self.n_heads, s, self.rope_dim)
+        q = torch.cat((q_nope, q_rope), dim=-1)
+        k = torch.cat((k_nope, k_rope), dim=-1)
+        return attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale)
+
+    def _absorbed(self, q_nope, q_rope, latent, k_rope, start, key_pos):
+        """Attend on the latent itself: q_nope . (W_uk c) == (W_uk^T q_nope) . c, per head."""
+        w = self.kv_b_proj.weight.view(self.n_heads, self.nope + self.v_dim, self.latent)
+        w_uk, w_uv = w.split([self.nope, self.v_dim], dim=1)
+        q_latent = torch.einsum("bhtn,hnc->bhtc", q_nope, w_uk)
+        q = torch.cat((q_latent, q_rope), dim=-1)  # [B, H, T, kv_lora_rank + rope]
+        k = torch.cat((latent, k_rope), dim=-1)[:, None]  # [B, 1, S, ...]: one shared "head"
+        out_latent = attend(q, k, latent[:, None], start=start, key_pos=key_pos,
+                            window=self.window, scale=self.scale)
+        return torch.einsum("bhtc,hvc->bhtv", out_latent, w_uv)
+
+    def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:
+        """Latent and RoPE key only: (kv_lora_rank + qk_rope_head_dim) values per token."""
+        capacity = min(max_len, self.window) if self.window else max_len
+        return LayerCache({"latent": (batch, self.latent), "k_rope": (batch, self.rope_dim)},
+                          seq_dim=1, capacity=capacity, device=device, dtype=dtype)

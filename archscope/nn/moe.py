@@ -1,0 +1,199 @@
+"""Mixture-of-experts FFN: a softmax router, routed SwiGLU experts, optional shared experts.
+
+One component covers DeepSeekMoE, Mixtral and GraniteMoe; only the spec's settings differ:
+- router `gate` (d_model -> n_experts, no bias), computed in fp32; scores = softmax(logits);
+- greedy: the top_k scores; group_limited_greedy (DeepSeek-V2): experts form n_group groups,
+  a group's score is its best expert's, only the topk_group best groups are eligible;
+- routing.normalize: divide the chosen weights by their sum (Mixtral, GraniteMoe). That is
+  exactly softmax over the chosen logits, which is how GraniteMoe writes it (top-k first,
+  softmax after): the softmax is monotonic, so both pick the same experts and weights;
+- routing.scaling_factor multiplies the weights (DeepSeek's routed_scaling_factor), after any
+  normalisation;
+- out = sum_k weight_k * expert_k(x) + shared_experts(x).
+
+Routed experts are stored as transformers 5.x does, so checkpoint mapping is a rename:
+`experts.gate_up_proj` [n_experts, 2*d_expert, d_model] (gate rows first, then up) and
+`experts.down_proj` [n_experts, d_model, d_expert]. The shared experts are one SwiGLU of
+n_shared_experts * d_expert named `shared_experts` (as DeepSeek's).
+
+`experts_reference` (a loop over experts) is the readable definition; `experts_batched` does
+the same work with no Python loop: sort the (token, slot) pairs by expert, then one grouped
+matmul per weight (torch's grouped_mm on CUDA, a padded bmm over the experts in use elsewhere).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archscope.nn.ffn import ACTIVATIONS, GatedMLP
+from archscope.spec.schema import FFNSpec, ModelSpec, RouterSpec
+
+
+class Router(nn.Module):
+    """Picks top_k experts per token and their weights; the gate's weight is `gate.weight`."""
+
+    def __init__(self, d_model: int, n_experts: int, top_k: int, routing: RouterSpec):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n_experts, d_model))
+        self.top_k, self.routing = top_k, routing
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x [N, d] -> (weights [N, top_k] in fp32, expert indices [N, top_k])."""
+        scores = F.linear(x.float(), self.weight.float()).softmax(dim=-1)
+        r = self.routing
+        if r.method == "group_limited_greedy":
+            scores = _keep_best_groups(scores, r.n_group, r.topk_group)
+        weights, index = scores.topk(self.top_k, dim=-1)
+        if r.normalize:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        return weights * r.scaling_factor, index
+
+
+def _keep_best_groups(scores: torch.Tensor, n_group: int, topk_group: int) -> torch.Tensor:
+    """Zero the scores outside each token's topk_group best groups (a group's score: its max)."""
+    n, e = scores.shape
+    grouped = scores.view(n, n_group, e // n_group)
+    best = grouped.amax(dim=-1).topk(topk_group, dim=-1).indices
+    keep = torch.zeros(n, n_group, dtype=torch.bool, device=scores.device).scatter_(1, best, True)
+    # 0 (not -inf) as transformers does: every softmax score is > 0, so a kept expert always wins.
+    return grouped.masked_fill(~keep[..., None], 0.0).view(n, e)
+
+
+class RoutedExperts(nn.Module):
+    """n_experts SwiGLU experts as two fused 3-D weights (transformers 5.x names and layout)."""
+
+    def __init__(self, n_experts: int, d_model: int, d_expert: int, activation: str, bias: bool):
+        super().__init__()
+        self.gate_up_proj = nn.Parameter(torch.empty(n_experts, 2 * d_expert, d_model))
+        self.down_proj = nn.Parameter(torch.empty(n_experts, d_model, d_expert))
+        # Biases are not in any HF MoE we map; kept so `ffn.bias` means the same for every kind.
+        self.gate_up_proj_bias = nn.Parameter(torch.empty(n_experts, 2 * d_expert)) if bias else None
+        self.down_proj_bias = nn.Parameter(torch.empty(n_experts, d_model)) if bias else None
+        self.act = ACTIVATIONS[activation]
+        self.batched = True  # False: the reference loop (same result, slower)
+
+    def forward(self, x, weights, index):
+        impl = experts_batched if self.batched else experts_reference
+        return impl(self, x, weights, index)
+
+
+def experts_reference(experts: RoutedExperts, x, weights, index) -> torch.Tensor:
+    """Loop over experts: each takes the tokens routed to it and adds back its weighted output."""
+    out = torch.zeros_like(x)
+    for e in range(experts.gate_up_proj.shape[0]):
+        token, slot = torch.where(index == e)
+        if token.numel() == 0:
+            continue
+        bias = experts.gate_up_proj_bias
+        h = F.linear(x[token], experts.gate_up_proj[e], None if bias is None else bias[e])
+        gate, up = h.chunk(2, dim=-1)
+        bias = experts.down_proj_bias
+        y = F.linear(experts.act(gate) * up, experts.down_proj[e], None if bias is None else bias[e])
+        out.index_add_(0, token, (y * weights[token, slot, None]).to(x.dtype))
+    return out
+
+
+def experts_batched(experts: RoutedExperts, x, weights, index, method: str | None = None):
+    """The same sum with no Python loop: rows sorted by expert, one grouped matmul per weight.
+
+    `method`: "grouped_mm" or "padded_bmm" (see `grouped_linear`); None picks for the device.
+    """
+    n_experts, top_k = experts.gate_up_proj.shape[0], index.shape[1]
+    flat = index.flatten()
+    order = flat.argsort(stable=True)  # (token, slot) pairs grouped by expert
+    expert_of_row = flat[order]
+    token_of_row = order // top_k
+    offsets = torch.bincount(flat, minlength=n_experts).cumsum(0).to(torch.int32)
+    h = grouped_linear(x[token_of_row], experts.gate_up_proj, offsets, method)
+    if experts.gate_up_proj_bias is not None:
+        h = h + experts.gate_up_proj_bias[expert_of_row]
+    gate, up = h.chunk(2, dim=-1)
+    y = grouped_linear(experts.act(gate) * up, experts.down_proj, offsets, method)
+    if experts.down_proj_bias is not None:
+        y = y + experts.down_proj_bias[expert_of_row]
+    y = (y * weights.flatten()[order, None]).to(x.dtype)
+    return torch.zeros_like(x).index_add_(0, token_of_row, y)
+
+
+def grouped_linear(rows: torch.Tensor, weight: torch.Tensor, offsets: torch.Tensor,
+                   method: str | None = None) -> torch.Tensor:
+    """rows [M, K] sorted by group, weight [G, N, K] (nn.Linear layout), offsets [G] = the
+    cumulative row counts: row m of group g gives rows[m] @ weight[g].T.
+
+    grouped_mm is torch's fused kernel, the right choice on CUDA. On CPU (torch 2.13) it is a
+    slow generic loop: a padded bmm is about 3x faster there (measured on 64 experts, 3k rows).
+    """
+    method = method or ("grouped_mm" if _grouped_mm_usable(rows, weight) else "padded_bmm")
+    if method == "grouped_mm":
+        return F.grouped_mm(rows, weight.transpose(1, 2), offs=offsets)
+    return _padded_bmm(rows, weight, offsets)
+
+
+def _padded_bmm(rows, weight, offsets):
+    """Scatter the rows of each expert that has any into a [experts used, max rows, K] block,
+    and bmm once. Unused experts are left out, so a decode step reads top_k experts, not all."""
+    counts = torch.diff(offsets, prepend=offsets.new_zeros(1)).long()
+    used = counts.nonzero().squeeze(1)
+    if len(used) < len(counts):
+        weight, counts = weight.index_select(0, used), counts[used]
+    group = torch.repeat_interleave(torch.arange(len(counts), device=rows.device), counts)
+    pos = torch.arange(rows.shape[0], device=rows.device) - (counts.cumsum(0) - counts)[group]
+    block = rows.new_zeros(len(counts), int(counts.max()), rows.shape[1])
+    block[group, pos] = rows
+    return torch.bmm(block, weight.transpose(1, 2))[group, pos]
+
+
+_GROUPED_MM_WORKS: dict = {}
+
+
+def _grouped_mm_usable(rows: torch.Tensor, weight: torch.Tensor) -> bool:
+    """On CUDA, when grouped_mm has a kernel for this GPU and dtype and the strides are 16-byte
+    aligned (its requirement). Whether it runs is probed once per (device, dtype) on a tiny
+    aligned problem: asking the build is the only reliable check across torch versions and GPUs.
+    """
+    size = rows.element_size()
+    if rows.device.type != "cuda" or not hasattr(F, "grouped_mm") \
+            or (rows.shape[1] * size) % 16 or (weight.shape[1] * size) % 16:
+        return False
+    key = (rows.device, rows.dtype)
+    if key not in _GROUPED_MM_WORKS:
+        try:
+            a = torch.ones(4, 16, device=rows.device, dtype=rows.dtype)
+            b = torch.ones(2, 16, 16, device=rows.device, dtype=rows.dtype)
+            offs = torch.tensor([1, 4], device=rows.device, dtype=torch.int32)
+            _GROUPED_MM_WORKS[key] = bool(F.grouped_mm(a, b, offs=offs).eq(16).all())
+        except (RuntimeError, NotImplementedError):
+            _GROUPED_MM_WORKS[key] = False
+    return _GROUPED_MM_WORKS[key]
+
+
+def grouped_mm_flops(a_shape, b_shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of aten._grouped_mm for FlopCounterMode(custom_mapping=FLOP_FORMULAS), which has
+    no formula of its own: each of the M rows meets one K x N matrix, 2*M*K*N (2 per MAC)."""
+    m, k = a_shape[-2:]
+    return 2 * m * k * b_shape[-1]
+
+
+FLOP_FORMULAS = {torch.ops.aten._grouped_mm: grouped_mm_flops}
+
+
+class MoE(nn.Module):
+    """Router + routed experts + shared experts; module names as transformers' DeepseekV2Moe."""
+
+    def __init__(self, spec: ModelSpec, ffn: FFNSpec):
+        super().__init__()
+        d = spec.d_model
+        self.gate = Router(d, ffn.n_experts, ffn.top_k, ffn.routing)
+        self.experts = RoutedExperts(ffn.n_experts, d, ffn.d_expert, ffn.activation, ffn.bias)
+        self.shared_experts = (GatedMLP(d, ffn.shared_experts * ffn.d_expert, ffn.activation, ffn.bias)
+                               if ffn.shared_experts else None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, x.shape[-1])
+        weights, index = self.gate(flat)
+        out = self.experts(flat, weights, index).view_as(x)
+        if self.shared_experts is not None:
+            out = out + self.shared_experts(x)
+        return out

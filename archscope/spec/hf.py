@@ -1,0 +1,455 @@
+"""HF config.json <-> spec, for eight transformers model types, each written as its difference
+from Llama in both directions.
+
+Import reads the JSON as data (no code, no network); a key the file lacks takes transformers'
+class default, looked up only then, so a complete config.json loads without importing torch.
+Export picks the HF class from the spec's structure (never its name), re-imports its own output
+and raises SpecError naming the key when that class would build a different network. What HF's
+schema cannot hold (name, source, notes, a different spelling) goes under one extra key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from archscope.errors import SpecError
+from archscope.spec.fields import from_mapping, to_mapping
+from archscope.spec.schema import ModelSpec
+
+EXTRA_KEY = "archscope"
+_ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",  # HF name -> ours
+        "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
+_HF_ACT = {"silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new"}
+_RENAMED = {"original_max_position_embeddings": "original_max_seq_len"}  # other RoPE keys match
+_RENAMED_BACK = {ours: hf for hf, ours in _RENAMED.items()}
+_FIXED = {"gpt2": {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
+                   "add_cross_attention": False}}  # other values: networks the spec cannot hold
+_HF = object()  # no fallback given: use transformers' class default
+
+
+class _Config:
+    """A config.json's keys; a missing one takes transformers' class default for the type."""
+
+    def __init__(self, raw: dict, model_type: str, where: str):
+        self.raw, self.model_type, self.where, self._defaults = raw, model_type, where, None
+
+    def get(self, key: str, fallback: Any = _HF) -> Any:
+        if key in self.raw or fallback is not _HF:
+            return self.raw.get(key, fallback)
+        if self._defaults is None:  # only now: transformers imports torch, which takes seconds
+            from transformers import CONFIG_MAPPING
+
+            cls = CONFIG_MAPPING[self.model_type]
+            self._defaults = {f.name: f.default for f in dataclasses.fields(cls)
+                              if f.default is not dataclasses.MISSING}
+            self._defaults["rope_theta"] = cls.default_theta
+        return self._defaults.get(key)
+
+    def __getitem__(self, key: str) -> Any:
+        if (value := self.get(key)) is None:
+            raise SpecError("required (transformers has no default)", where=self.where, key=key)
+        return value
+
+    def int(self, key: str, least: int = 1, fallback: Any = _HF) -> int:
+        value = self.get(key, fallback) if fallback is not _HF else self[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise SpecError(f"expected an integer >= {least}, got {value!r}", where=self.where,
+                            key=key)
+        return value
+
+    def act(self, key: str) -> str:
+        if (name := self[key]) not in _ACT:
+            raise SpecError(f"unsupported activation {name!r}; expected one of {', '.join(_ACT)}",
+                            where=self.where, key=key)
+        return _ACT[name]
+
+
+def _rope(c: _Config) -> dict:
+    """RoPE from `rope_parameters` (transformers 5) or `rope_theta` + `rope_scaling` (older)."""
+    legacy, current = c.raw.get("rope_scaling") or {}, c.get("rope_parameters", None) or {}
+    for key, value in (("rope_scaling", legacy), ("rope_parameters", current)):
+        if not isinstance(value, dict):
+            raise SpecError(f"expected a mapping, got {value!r}", where=c.where, key=key)
+    params = {**legacy, **current}
+    kind = params.get("rope_type", params.get("type", "default"))
+    theta = params["rope_theta"] if "rope_theta" in params else c["rope_theta"]
+    if kind == "default":
+        return {"kind": "rope", "theta": theta}
+    if kind not in ("llama3", "yarn", "linear"):
+        raise SpecError(f"unsupported RoPE type {kind!r}; expected default, linear, llama3 "
+                        "or yarn", where=c.where, key="rope_parameters.rope_type")
+    scaling = {_RENAMED.get(k, k): v for k, v in params.items()  # from_mapping refuses unknowns
+               if k not in ("rope_type", "type", "rope_theta") and v is not None}
+    return {"kind": "rope", "theta": theta, "scaling": {"kind": kind, **scaling}}
+
+
+def _select(indices: list[int]) -> str | list[int]:
+    """A `layers` selector: a slice string for a contiguous run, else the list."""
+    if indices == list(range(indices[0], indices[-1] + 1)):
+        return f"{indices[0]}:{indices[-1] + 1}"
+    return indices
+
+
+def _patch(mapping: dict, **sections: dict) -> dict:
+    """Change some sections; a section with a new `kind` replaces the old one."""
+    out = dict(mapping)
+    for name, new in sections.items():
+        old = out[name]
+        out[name] = new if new.get("kind", old["kind"]) != old["kind"] else {**old, **new}
+    return out
+
+
+# ---- import: one reader per model type -----------------------------------------------------
+
+def _base(c: _Config) -> dict:  # shape, norm and positions: shared by every RoPE family here
+    return {"vocab_size": c["vocab_size"], "d_model": c["hidden_size"],
+            "n_layers": c["num_hidden_layers"], "max_seq_len": c["max_position_embeddings"],
+            "tie_embeddings": c["tie_word_embeddings"],
+            "norm": {"kind": "rmsnorm", "eps": c["rms_norm_eps"], "position": "pre"},
+            "position": _rope(c)}
+
+
+def _llama(c: _Config) -> dict:
+    heads = c.int("num_attention_heads")
+    return {**_base(c),
+            "attention": {"kind": "gqa", "n_heads": heads,
+                          "n_kv_heads": c.get("num_key_value_heads") or heads,
+                          "head_dim": c.raw.get("head_dim") or c.int("hidden_size") // heads,
+                          "bias": c.get("attention_bias", False)},
+            "ffn": {"kind": "swiglu", "d_ff": c["intermediate_size"],
+                    "activation": c.act("hidden_act"), "bias": c.get("mlp_bias", False)}}
+
+
+def _mistral(c: _Config) -> dict:  # Llama + a sliding window, no bias switches
+    return _patch(_llama(c), attention={"bias": False, "window": c.get("sliding_window")},
+                  ffn={"bias": False})
+
+
+def _moe(c: _Config) -> dict:  # Mixtral-style experts: softmax, top-k, renormalised
+    return {"kind": "moe", "activation": c.act("hidden_act"), "n_experts": c["num_local_experts"],
+            "top_k": c["num_experts_per_tok"], "d_expert": c["intermediate_size"],
+            "router": {"normalize": True}}
+
+
+def _mixtral(c: _Config) -> dict:  # Mistral + MoE
+    return _patch(_mistral(c), ffn=_moe(c))
+
+
+def _granite(c: _Config) -> dict:  # Llama + multipliers
+    return {**_llama(c), "multipliers": {
+        "embedding": c["embedding_multiplier"], "attention": c["attention_multiplier"],
+        "residual": c["residual_multiplier"], "logits": c["logits_scaling"]}}
+
+
+def _granitemoe(c: _Config) -> dict:  # Granite + MoE (no shared experts)
+    return _patch(_granite(c), ffn=_moe(c))
+
+
+def _qwen2(c: _Config) -> dict:  # Llama + q/k/v bias (o_proj none) + a window on some layers
+    out = _patch(_llama(c), attention={"bias": True, "out_bias": False}, ffn={"bias": False})
+    n = c.int("num_hidden_layers")
+    window = c.get("sliding_window") if c.get("use_sliding_window") else None
+    types = c.get("layer_types", None) or [  # transformers' rule when layer_types is absent
+        "sliding_attention" if window is not None and i >= c.int("max_window_layers", 0)
+        else "full_attention" for i in range(n)]
+    if len(types) != n or not set(types) <= {"sliding_attention", "full_attention"}:
+        raise SpecError(f"expected {n} entries, each full_attention or sliding_attention",
+                        where=c.where, key="layer_types")
+    sliding = [i for i, t in enumerate(types) if t == "sliding_attention" and window is not None]
+    if len(sliding) == n:
+        return _patch(out, attention={"window": window})
+    if sliding:
+        out["layers"] = [{"select": _select(sliding), "attention": {"window": window}}]
+    return out
+
+
+def _deepseek_moe(c: _Config) -> dict:  # routed experts + always-on shared experts
+    router = {"method": c.get("topk_method") or "greedy",
+              "normalize": bool(c.get("norm_topk_prob")),
+              "scaling_factor": c["routed_scaling_factor"]}
+    if router["method"] != "greedy":  # greedy ignores the groups
+        router.update(n_group=c.get("n_group"), topk_group=c.get("topk_group"))
+    return {"kind": "moe", "activation": c.act("hidden_act"), "bias": c.get("mlp_bias", False),
+            "n_experts": c["n_routed_experts"], "top_k": c["num_experts_per_tok"],
+            "d_expert": c["moe_intermediate_size"], "n_shared_experts": c["n_shared_experts"],
+            "router": router}
+
+
+def _deepseek_v2(c: _Config) -> dict:  # Llama's skeleton + MLA + MoE after some dense layers
+    mla = {key: c.get(key) for key in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                       "qk_rope_head_dim", "v_head_dim")}
+    out = {**_base(c), "attention": {"kind": "mla", "n_heads": c["num_attention_heads"],
+                                     "bias": c.get("attention_bias", False), **mla}}
+    # DeepSeek's rule: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0
+    k, freq = c.int("first_k_dense_replace", 0), c.int("moe_layer_freq", fallback=1)
+    n = c.int("num_hidden_layers")
+    dense = [i for i in range(n) if not (i >= k and i % freq == 0)]
+    mlp = {"kind": "swiglu", "d_ff": c["intermediate_size"], "activation": c.act("hidden_act"),
+           **({"bias": True} if c.get("mlp_bias", False) else {})} if dense else None
+    if len(dense) == n:
+        return {**out, "ffn": mlp}
+    out["ffn"] = _deepseek_moe(c)
+    if dense:
+        out["layers"] = [{"select": _select(dense), "ffn": mlp}]
+    return out
+
+
+def _gpt2(c: _Config) -> dict:
+    heads, width = c.int("n_head"), c.int("n_embd")
+    return {"vocab_size": c["vocab_size"], "d_model": width, "n_layers": c["n_layer"],
+            "max_seq_len": c["n_positions"], "tie_embeddings": c["tie_word_embeddings"],
+            "norm": {"kind": "layernorm", "eps": c["layer_norm_epsilon"], "position": "pre"},
+            "position": {"kind": "learned"},
+            "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": heads,
+                          "head_dim": width // heads, "bias": True},
+            "ffn": {"kind": "mlp", "d_ff": c.get("n_inner") or 4 * width,
+                    "activation": c.act("activation_function"), "bias": True}}
+
+
+def mapping_from_hf_config(path: str | Path) -> dict:
+    """The raw spec mapping (preset keys) for an HF config.json, or a folder holding one."""
+    file = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
+    try:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(f"cannot read: {err}", where=str(file)) from None
+    except json.JSONDecodeError as err:
+        raise SpecError(f"not valid JSON: {err}", where=str(file)) from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"expected a JSON object, got {type(raw).__name__}", where=str(file))
+    name = Path(str(raw.get("_name_or_path") or "")).name or file.resolve().parent.name
+    return _mapping(raw, str(file), name, f"config.json at {file}")
+
+
+def _mapping(raw: dict, where: str, name: str, source: str) -> dict:
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str) or model_type not in _FAMILIES:
+        raise SpecError(f"unsupported model type {model_type!r}; archscope reads "
+                        f"{', '.join(_FAMILIES)}", where=where, key="model_type")
+    for key, value in _FIXED.get(model_type, {}).items():
+        if raw.get(key, value) != value:
+            raise SpecError(f"archscope only models {json.dumps(value)}", where=where, key=key)
+    if not isinstance(extras := raw.get(EXTRA_KEY, {}), dict):
+        raise SpecError("expected a mapping", where=where, key=EXTRA_KEY)
+    body = _FAMILIES[model_type][1](_Config(raw, model_type, where))
+    return _merge({"name": name, "source": source, **_drop_none(body)}, extras)
+
+
+# ---- export: the spec's structure picks the HF class ---------------------------------------
+
+def _family(s: ModelSpec) -> str:
+    moe = [layer.ffn for layer in s.plan if layer.is_moe]
+    mla = any(layer.attention.kind == "mla" for layer in s.plan)
+    if s.position.kind == "learned" and s.norm.kind == "layernorm" and s.ffn.kind == "mlp":
+        return "gpt2"  # GPT-3 too: transformers has no GPT-3 class
+    if mla or any(f.shared_experts for f in moe):
+        return "deepseek_v2"
+    if moe:
+        return "granitemoe" if s.multipliers else "mixtral"
+    if s.multipliers:
+        return "granite"
+    if s.attention.bias and not s.attention.has_out_bias:
+        return "qwen2"
+    return "mistral" if any(layer.window for layer in s.plan) else "llama"
+
+
+def _to_base(s: ModelSpec) -> dict:
+    p = s.position
+    if p.kind != "rope":
+        raise SpecError(f"this transformers class uses RoPE, not {p.kind!r}", key="position.kind")
+    scaling = to_mapping(p.scaling) if p.scaling else {"kind": "default"}
+    rope = {"rope_type": scaling.pop("kind"), "rope_theta": p.theta,
+            **{_RENAMED_BACK.get(k, k): v for k, v in scaling.items()}}
+    return {"vocab_size": s.vocab_size, "hidden_size": s.d_model,
+            "num_hidden_layers": s.n_layers, "max_position_embeddings": s.max_seq_len,
+            "tie_word_embeddings": s.tie_embeddings, "rms_norm_eps": s.norm.eps,
+            "rope_parameters": rope}
+
+
+def _to_llama(s: ModelSpec) -> dict:
+    a, f = s.attention, s.ffn
+    return {**_to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
+            "head_dim": a.head_dim, "attention_bias": a.bias, "intermediate_size": f.d_ff,
+            "hidden_act": _HF_ACT[f.activation], "mlp_bias": f.bias}
+
+
+def _to_mistral(s: ModelSpec) -> dict:
+    return {**_without(_to_llama(s), "attention_bias", "mlp_bias"),
+            "sliding_window": s.attention.window}
+
+
+def _to_moe(s: ModelSpec) -> dict:
+    return {"num_local_experts": s.ffn.n_experts, "num_experts_per_tok": s.ffn.top_k,
+            "intermediate_size": s.ffn.d_expert}
+
+
+def _to_mixtral(s: ModelSpec) -> dict:
+    return {**_to_mistral(s), **_to_moe(s)}
+
+
+def _to_granite(s: ModelSpec) -> dict:
+    m = s.mults
+    return {**_to_llama(s), "embedding_multiplier": m.embedding, "residual_multiplier": m.residual,
+            "attention_multiplier": m.attention or 1 / math.sqrt(s.attention.qk_head_dim),
+            "logits_scaling": m.logits}
+
+
+def _to_granitemoe(s: ModelSpec) -> dict:
+    return {**_without(_to_granite(s), "mlp_bias"), **_to_moe(s)}
+
+
+def _to_qwen2(s: ModelSpec) -> dict:
+    windows = [layer.window for layer in s.plan]
+    window = next((w for w in windows if w is not None), None)
+    return {**_without(_to_llama(s), "attention_bias", "mlp_bias"),
+            "use_sliding_window": window is not None, "sliding_window": window,
+            "max_window_layers": next((i for i, w in enumerate(windows) if w), s.n_layers),
+            "layer_types": ["sliding_attention" if w else "full_attention" for w in windows]}
+
+
+def _to_deepseek_v2(s: ModelSpec) -> dict:
+    a, first = s.attention, s.plan[0].ffn
+    if s.d_model % a.n_heads:  # DeepseekV2Config refuses to load otherwise
+        raise SpecError(f"transformers' DeepseekV2Config needs d_model ({s.d_model}) divisible "
+                        f"by n_heads ({a.n_heads})", key="attention.n_heads")
+    moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
+    k = next((layer.index for layer in s.plan if layer.is_moe), s.n_layers)
+    out = {**_to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.n_heads,
+           "attention_bias": a.bias, **{key: getattr(a, key) for key in a.MLA_KEYS},
+           "hidden_act": _HF_ACT[(moe or first).activation], "mlp_bias": (moe or first).bias,
+           "first_k_dense_replace": k, **({"intermediate_size": first.d_ff} if k else {})}
+    if moe is None:
+        return out
+    r = moe.routing
+    return {**out, "n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.top_k,
+            "moe_intermediate_size": moe.d_expert, "n_shared_experts": moe.shared_experts,
+            "topk_method": r.method, "n_group": r.n_group, "topk_group": r.topk_group,
+            "norm_topk_prob": r.normalize, "routed_scaling_factor": r.scaling_factor}
+
+
+def _to_gpt2(s: ModelSpec) -> dict:
+    return {"vocab_size": s.vocab_size, "n_embd": s.d_model, "n_layer": s.n_layers,
+            "n_head": s.attention.n_heads, "n_positions": s.max_seq_len, "n_inner": s.ffn.d_ff,
+            "activation_function": _HF_ACT[s.ffn.activation],
+            "layer_norm_epsilon": s.norm.eps, "tie_word_embeddings": s.tie_embeddings}
+
+
+_FAMILIES = {  # model_type: (HF architecture, reader, writer)
+    "llama": ("LlamaForCausalLM", _llama, _to_llama),
+    "mistral": ("MistralForCausalLM", _mistral, _to_mistral),
+    "mixtral": ("MixtralForCausalLM", _mixtral, _to_mixtral),
+    "qwen2": ("Qwen2ForCausalLM", _qwen2, _to_qwen2),
+    "granite": ("GraniteForCausalLM", _granite, _to_granite),
+    "granitemoe": ("GraniteMoeForCausalLM", _granitemoe, _to_granitemoe),
+    "deepseek_v2": ("DeepseekV2ForCausalLM", _deepseek_v2, _to_deepseek_v2),
+    "gpt2": ("GPT2LMHeadModel", _gpt2, _to_gpt2),
+}
+
+
+def spec_to_hf_config(spec: ModelSpec) -> dict:
+    """The config.json (current `rope_parameters` layout) of the HF class that builds `spec`.
+
+    Raises SpecError naming the key when that class would build a different network.
+    """
+    model_type = _family(spec)
+    arch, _, writer = _FAMILIES[model_type]
+    try:
+        cfg = {"model_type": model_type, "architectures": [arch], **writer(spec)}
+        back = from_mapping(ModelSpec, _mapping(cfg, model_type, spec.name, spec.source))
+    except SpecError as err:
+        raise SpecError(f"cannot be written as transformers' {model_type} config ({arch}): "
+                        f"{err.detail}", where=spec.name, key=err.key) from None
+    ours, theirs = _effective(spec), _effective(back)
+    for key, layer in dict.fromkeys([*ours, *theirs]):
+        if ours.get((key, layer)) != theirs.get((key, layer)):
+            at = "the model" if layer is None else f"layer {layer}"
+            raise SpecError(f"transformers' {model_type} config ({arch}) cannot express this: "
+                            f"{at} would get {theirs.get((key, layer))!r} instead of "
+                            f"{ours.get((key, layer))!r}", where=spec.name, key=key)
+    cfg[EXTRA_KEY] = {"name": spec.name, "source": spec.source,
+                      **_diff(_without(to_mapping(spec), "extends"), to_mapping(back))}
+    return cfg
+
+
+def write_hf_config(spec: ModelSpec, folder: str | Path) -> Path:
+    """Write `folder/config.json` for `spec`; nothing is half-written if anything fails."""
+    text = json.dumps(spec_to_hf_config(spec), indent=2) + "\n"
+    target = Path(folder) / "config.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+def _effective(spec: ModelSpec) -> dict:
+    """What shapes the network, defaults resolved: {(dotted key, layer or None): value}."""
+    top = _without(to_mapping(spec), "name", "source", "extends", "layers", "attention", "ffn")
+    top["norm"]["bias"] = spec.norm.has_bias
+    m = spec.mults
+    top["multipliers"] = {**to_mapping(m),
+                          "attention": m.attention or 1 / math.sqrt(spec.attention.qk_head_dim)}
+    out = {(key, None): value for key, value in _flat(top).items()}
+    for layer in spec.plan:
+        a, f = layer.attention, layer.ffn
+        parts = {"attention": {**to_mapping(a), "n_kv_heads": a.kv_heads,
+                               "out_bias": a.has_out_bias}, "ffn": to_mapping(f)}
+        if f.kind == "moe":
+            router = to_mapping(f.routing)
+            if router["method"] == "greedy":  # the groups mean nothing then
+                router = _without(router, "n_group", "topk_group")
+            parts["ffn"].update(n_shared_experts=f.shared_experts, router=router)
+        out.update({(key, layer.index): value for key, value in _flat(parts).items()})
+    return out
+
+
+def _flat(mapping: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _diff(ours: dict, theirs: dict) -> dict:
+    """The patch that turns `theirs` into `ours` under `_merge` (None removes a key)."""
+    out = {}
+    for key in dict.fromkeys([*ours, *theirs]):
+        a, b = ours.get(key), theirs.get(key)
+        if a != b:
+            out[key] = _diff(a, b) if isinstance(a, dict) and isinstance(b, dict) else a
+    return out
+
+
+def _merge(base: dict, patch: dict) -> dict:
+    out = dict(base)
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        elif value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def _without(mapping: dict, *keys: str) -> dict:
+    return {k: v for k, v in mapping.items() if k not in keys}
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    return [_drop_none(v) for v in value] if isinstance(value, list) else value

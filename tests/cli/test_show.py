@@ -1,0 +1,41 @@
+"""`archscope show`: JSON contract and the per-component tables."""
+
+import json
+
+from archscope.estimate import count_params, kv_cache_bytes
+from archscope.spec import load_spec
+
+
+def test_json_contract_with_verify(run_cli):
+    code, out, _ = run_cli("show", "llama-3.2-1b", "--verify", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["model"] == "llama-3.2-1b"
+    assert data["spec"]["attention"]["n_kv_heads"] == 8
+    assert data["params_total"] == data["params_active"] == data["params_counted"] == 1_235_814_400
+    kv = data["details"]["kv_cache"]
+    assert kv["elements_per_token_per_layer"] == 2 * 8 * 64
+    spec = load_spec("llama-3.2-1b")
+    assert kv["at_lengths"][1] == {"seq_len": 4096, "bytes": kv_cache_bytes(spec, 4096),
+                                   "decompressed_bytes": kv_cache_bytes(spec, 4096),
+                                   "mha_bytes": 4 * kv_cache_bytes(spec, 4096)}
+    shares = [row["percent"] for row in data["details"]["params_breakdown"]]
+    assert abs(sum(shares) - 100) < 1e-9
+
+
+def test_text_has_the_documents_tables(run_cli):
+    code, out, _ = run_cli("show", "llama-3.2-1b", "--verify")
+    assert code == 0
+    for heading in ("Modules of layer 0-15", "Parameter breakdown", "KV cache (bf16, batch 1)",
+                    "Decode FLOPs per token", "Weights", "Inference memory", "matches"):
+        assert heading in out
+    assert "self_attn.k_proj          Linear   weight[512, 2048]" in out
+
+
+def test_show_accepts_an_hf_config(tmp_path, run_cli):
+    from archscope.spec.hf import write_hf_config
+
+    spec = load_spec("mistral-7b-v0.1")
+    write_hf_config(spec, tmp_path)
+    code, out, _ = run_cli("show", str(tmp_path), "--format", "json")
+    assert code == 0 and json.loads(out)["params_total"] == count_params(spec).total

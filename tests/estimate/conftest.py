@@ -1,0 +1,95 @@
+"""Tiny specs for the estimator tests, built from mappings (no files), as fixtures."""
+
+from __future__ import annotations
+
+import pytest
+
+from archscope.spec import ModelSpec, load_spec, preset_names
+from archscope.spec.fields import from_mapping, to_mapping
+from archscope.spec.loader import deep_merge
+
+
+class Tiny:
+    """`tiny(**changes)`: BASE with `changes` deep-merged over it (a new `kind` replaces the
+    mapping). BASE: vocab 100, d 16, 2 layers, 4 query heads of 4 over 2 KV heads, SwiGLU 32."""
+
+    BASE = {
+        "name": "tiny", "source": "test", "vocab_size": 100, "d_model": 16, "n_layers": 2,
+        "max_seq_len": 64,
+        "norm": {"kind": "rmsnorm", "eps": 1e-5},
+        "position": {"kind": "rope", "theta": 10000.0},
+        "attention": {"kind": "gqa", "n_heads": 4, "n_kv_heads": 2, "head_dim": 4},
+        "ffn": {"kind": "swiglu", "d_ff": 32},
+    }
+    MLA = {"kind": "mla", "n_heads": 4, "q_lora_rank": 8, "kv_lora_rank": 6,
+           "qk_nope_head_dim": 4, "qk_rope_head_dim": 2, "v_head_dim": 3}
+    MOE = {"kind": "moe", "n_experts": 4, "top_k": 2, "d_expert": 8, "n_shared_experts": 1}
+    # GPT-2 style: learned positions, LayerNorm with bias, biased projections, GELU MLP, tied.
+    GPT2 = {"position": {"kind": "learned"}, "norm": {"kind": "layernorm", "eps": 1e-5},
+            "attention": {"n_kv_heads": 4, "bias": True},
+            "ffn": {"kind": "mlp", "d_ff": 64, "activation": "gelu_tanh", "bias": True},
+            "tie_embeddings": True}
+
+    def __call__(self, **changes) -> ModelSpec:
+        return from_mapping(ModelSpec, deep_merge(self.BASE, changes))
+
+
+@pytest.fixture
+def tiny() -> Tiny:
+    return Tiny()
+
+
+@pytest.fixture
+def preset():
+    """`preset(name)`: the shipped preset, or skip while it is not shipped yet."""
+    def load(name: str) -> ModelSpec:
+        if name not in preset_names():
+            pytest.skip(f"preset {name} not shipped yet")
+        return load_spec(name)
+    return load
+
+
+# Tiny variants: every size shrunk, every kind and flag kept.
+_ATTENTION = {"head_dim": 8, "window": 6, "q_lora_rank": 16, "kv_lora_rank": 8,
+              "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 6}
+_FFN = {"d_ff": 64, "n_experts": 4, "d_expert": 16}
+
+
+def _shrink_attention(a: dict, heads: int) -> dict:
+    out = {k: _ATTENTION.get(k, v) for k, v in a.items()}
+    if "n_heads" in a:
+        out["n_heads"] = 4
+    if "n_kv_heads" in a:  # keep MHA / MQA / GQA as it was
+        out["n_kv_heads"] = {heads: 4, 1: 1}.get(a["n_kv_heads"], 2)
+    return out
+
+
+def _shrink_ffn(f: dict) -> dict:
+    out = {k: _FFN.get(k, v) for k, v in f.items()}
+    if "top_k" in f:
+        out["top_k"] = min(f["top_k"], 2)
+    if f.get("n_shared_experts"):
+        out["n_shared_experts"] = min(f["n_shared_experts"], 2)
+    if "router" in f and f["router"].get("n_group"):
+        out["router"] = {**f["router"], "n_group": 2, "topk_group": 1}
+    return out
+
+
+def shrink(spec: ModelSpec) -> ModelSpec:
+    m = to_mapping(spec)
+    m.update(vocab_size=96, d_model=32, n_layers=3, max_seq_len=64)
+    heads = spec.attention.n_heads
+    m["attention"] = _shrink_attention(m["attention"], heads)
+    m["ffn"] = _shrink_ffn(m["ffn"])
+    for override in m.get("layers", []):
+        if "attention" in override:
+            override["attention"] = _shrink_attention(override["attention"], heads)
+        if "ffn" in override:
+            override["ffn"] = _shrink_ffn(override["ffn"])
+    return from_mapping(ModelSpec, m)
+
+
+@pytest.fixture
+def tiny_variant():
+    """`tiny_variant(spec)`: the same kinds and flags at toy sizes (d 32, 3 layers, vocab 96)."""
+    return shrink

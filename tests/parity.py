@@ -1,0 +1,74 @@
+"""Shared harness: the same spec built by transformers and by archscope, with the same weights."""
+
+from __future__ import annotations
+
+import torch
+import transformers
+
+from archscope.nn import build_model
+from archscope.spec.fields import from_mapping
+from archscope.spec.hf import spec_to_hf_config
+from archscope.spec.schema import ModelSpec
+from archscope.weights import hf_to_ours, table_for
+
+
+def tiny_spec(**changes) -> ModelSpec:
+    """A small Llama-like spec; keyword arguments replace top-level keys (mappings merge)."""
+    base = dict(name="tiny", source="test", vocab_size=97, d_model=64, n_layers=2,
+                max_seq_len=64, norm=dict(kind="rmsnorm", eps=1e-5),
+                position=dict(kind="rope", theta=10000.0),
+                attention=dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=16),
+                ffn=dict(kind="swiglu", d_ff=96))
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict) and "kind" not in value:
+            value = {**base[key], **value}
+        base[key] = value
+    return from_mapping(ModelSpec, base)
+
+
+def hf_model(spec: ModelSpec, seed: int = 0, std: float = 0.2):
+    """transformers' own class for the spec's exported config, with random weights of `std`.
+
+    A large std (and perturbed norm weights) keeps the logits far from trivial, so a wrong
+    mask, scale or rotation shows up well above the tolerance.
+    """
+    config_dict = spec_to_hf_config(spec)
+    config = transformers.AutoConfig.for_model(**config_dict)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or "ln_" in name:
+                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=generator))
+            else:
+                p.copy_(std * torch.randn(p.shape, generator=generator))
+    return model.eval(), config_dict["model_type"]
+
+
+def load_same_weights(spec: ModelSpec, hf, model_type: str):
+    """archscope's model for `spec` with the HF model's weights, mapped by name."""
+    ours = build_model(spec)
+    shapes = {k: v.shape for k, v in ours.state_dict().items()}
+    mapped, unmatched = hf_to_ours(table_for(model_type), hf.state_dict(), shapes)
+    assert not unmatched, f"no mapping rule for {unmatched}"
+    ours.load_state_dict(mapped, strict=True)
+    return ours
+
+
+def twins(spec: ModelSpec, seed: int = 0):
+    hf, model_type = hf_model(spec, seed)
+    return hf, load_same_weights(spec, hf, model_type)
+
+
+def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a - b).abs().max().item()
+
+
+@torch.no_grad()
+def decode_stepwise(model, ids: torch.Tensor, prefill: int) -> torch.Tensor:
+    """Logits from a prefill of `prefill` tokens then one token at a time through the cache."""
+    cache = model.new_cache(ids.shape[0], ids.shape[1])
+    outs = [model(ids[:, :prefill], cache)]
+    for i in range(prefill, ids.shape[1]):
+        outs.append(model(ids[:, i:i + 1], cache))
+    return torch.cat(outs, dim=1)
