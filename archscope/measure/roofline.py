@@ -161,6 +161,8 @@ def calibrate(device: str = "cpu", dtype: str = "fp32", seconds: float = 0.3) ->
     bandwidth = 2 * src.numel() * 4 / _best(lambda: dst.copy_(src), dev, seconds)
     del a, src, dst
     sync(dev)
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()  # hand the buffers back before the model is allocated
     name = f"local-{dev.type}"
     return Hardware(name, {canonical_dtype(dtype): flops}, bandwidth,
                     f"measured: {n}x{n} {canonical_dtype(dtype)} matmul, "

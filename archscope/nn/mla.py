@@ -45,9 +45,9 @@ def apply_rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
     their first half holds one angle per pair.
     """
     half = x.shape[-1] // 2
-    c, s = cos[..., :half], sin[..., :half]
-    x0, x1 = x[..., 0::2], x[..., 1::2]
-    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1).flatten(-2)
+    c, s = cos[..., :half].float(), sin[..., :half].float()
+    x0, x1 = x[..., 0::2].float(), x[..., 1::2].float()  # in fp32, as transformers rotates
+    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1).flatten(-2).to(x.dtype)
 
 
 def softmax_scale(spec: ModelSpec, attn: AttentionSpec) -> float:
@@ -60,11 +60,14 @@ def softmax_scale(spec: ModelSpec, attn: AttentionSpec) -> float:
 
 
 class MLAttention(nn.Module):
+    """MLA with transformers' DeepseekV2Attention module names; caches latent + RoPE key."""
+
     def __init__(self, spec: ModelSpec, attn: AttentionSpec):
         super().__init__()
         d, h = spec.d_model, attn.n_heads
         self.n_heads, self.window = h, attn.window
-        self.nope, self.rope_dim, self.v_dim = attn.qk_nope_head_dim, attn.qk_rope_head_dim, attn.v_head_dim
+        self.nope, self.rope_dim = attn.qk_nope_head_dim, attn.qk_rope_head_dim
+        self.v_dim = attn.v_head_dim
         self.latent = attn.kv_lora_rank
         if attn.q_lora_rank:
             self.q_a_proj = nn.Linear(d, attn.q_lora_rank, bias=attn.bias)

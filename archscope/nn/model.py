@@ -38,6 +38,12 @@ class Block(nn.Module):
         return self.post_attention_layernorm(x + r * self.mlp(x))
 
 
+def _embedding(n: int, d: int) -> nn.Embedding:
+    """An embedding without its default init: build_model initialises every weight anyway, and
+    nn.Embedding's own normal_ init costs about a second on first use (it imports torch._dynamo)."""
+    return nn.Embedding(n, d, _weight=torch.empty(n, d))
+
+
 def rotary_dim(spec: ModelSpec) -> int:
     attn = spec.attention
     return attn.qk_rope_head_dim if attn.kind == "mla" else attn.head_dim
@@ -48,9 +54,9 @@ class DecoderLM(nn.Module):
         super().__init__()
         self.spec = spec
         d = spec.d_model
-        self.embed_tokens = nn.Embedding(spec.vocab_size, d)
+        self.embed_tokens = _embedding(spec.vocab_size, d)
         learned = spec.position.kind == "learned"
-        self.embed_positions = nn.Embedding(spec.max_seq_len, d) if learned else None
+        self.embed_positions = _embedding(spec.max_seq_len, d) if learned else None
         self.rotary = (RotaryEmbedding(rotary_dim(spec), spec.position.theta, spec.position.scaling)
                        if spec.position.kind == "rope" else None)
         self.layers = nn.ModuleList(Block(spec, layer) for layer in spec.plan)

@@ -18,7 +18,7 @@ n_shared_experts * d_expert named `shared_experts` (as DeepSeek's).
 
 `experts_reference` (a loop over experts) is the readable definition; `experts_batched` does
 the same work with no Python loop: sort the (token, slot) pairs by expert, then one grouped
-matmul per weight (torch's grouped_mm on CUDA, a padded bmm over the experts in use elsewhere).
+matmul per weight (torch's grouped_mm; a padded bmm over the experts in use where it can't run).
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ class RoutedExperts(nn.Module):
         self.gate_up_proj = nn.Parameter(torch.empty(n_experts, 2 * d_expert, d_model))
         self.down_proj = nn.Parameter(torch.empty(n_experts, d_model, d_expert))
         # Biases are not in any HF MoE we map; kept so `ffn.bias` means the same for every kind.
-        self.gate_up_proj_bias = nn.Parameter(torch.empty(n_experts, 2 * d_expert)) if bias else None
+        self.gate_up_proj_bias = (nn.Parameter(torch.empty(n_experts, 2 * d_expert))
+                                  if bias else None)
         self.down_proj_bias = nn.Parameter(torch.empty(n_experts, d_model)) if bias else None
         self.act = ACTIVATIONS[activation]
         self.batched = True  # False: the reference loop (same result, slower)
@@ -90,7 +91,8 @@ def experts_reference(experts: RoutedExperts, x, weights, index) -> torch.Tensor
         h = F.linear(x[token], experts.gate_up_proj[e], None if bias is None else bias[e])
         gate, up = h.chunk(2, dim=-1)
         bias = experts.down_proj_bias
-        y = F.linear(experts.act(gate) * up, experts.down_proj[e], None if bias is None else bias[e])
+        y = F.linear(experts.act(gate) * up, experts.down_proj[e],
+                     None if bias is None else bias[e])
         out.index_add_(0, token, (y * weights[token, slot, None]).to(x.dtype))
     return out
 
@@ -122,8 +124,10 @@ def grouped_linear(rows: torch.Tensor, weight: torch.Tensor, offsets: torch.Tens
     """rows [M, K] sorted by group, weight [G, N, K] (nn.Linear layout), offsets [G] = the
     cumulative row counts: row m of group g gives rows[m] @ weight[g].T.
 
-    grouped_mm is torch's fused kernel, the right choice on CUDA. On CPU (torch 2.13) it is a
-    slow generic loop: a padded bmm is about 3x faster there (measured on 64 experts, 3k rows).
+    grouped_mm (torch >= 2.8) does exactly the routed work, reading each used expert's weights
+    in place; it is a fused kernel on CUDA and a loop in C++ on CPU. The padded bmm runs where
+    grouped_mm cannot (unaligned sizes, older torch): it computes some padding and, when only
+    some experts are used (decoding), copies their weights first.
     """
     method = method or ("grouped_mm" if _grouped_mm_usable(rows, weight) else "padded_bmm")
     if method == "grouped_mm":
@@ -149,12 +153,12 @@ _GROUPED_MM_WORKS: dict = {}
 
 
 def _grouped_mm_usable(rows: torch.Tensor, weight: torch.Tensor) -> bool:
-    """On CUDA, when grouped_mm has a kernel for this GPU and dtype and the strides are 16-byte
+    """When this torch has grouped_mm for the device and dtype and the strides are 16-byte
     aligned (its requirement). Whether it runs is probed once per (device, dtype) on a tiny
     aligned problem: asking the build is the only reliable check across torch versions and GPUs.
     """
     size = rows.element_size()
-    if rows.device.type != "cuda" or not hasattr(F, "grouped_mm") \
+    if rows.device.type == "meta" or not hasattr(F, "grouped_mm") \
             or (rows.shape[1] * size) % 16 or (weight.shape[1] * size) % 16:
         return False
     key = (rows.device, rows.dtype)
@@ -187,8 +191,9 @@ class MoE(nn.Module):
         d = spec.d_model
         self.gate = Router(d, ffn.n_experts, ffn.top_k, ffn.routing)
         self.experts = RoutedExperts(ffn.n_experts, d, ffn.d_expert, ffn.activation, ffn.bias)
-        self.shared_experts = (GatedMLP(d, ffn.shared_experts * ffn.d_expert, ffn.activation, ffn.bias)
-                               if ffn.shared_experts else None)
+        shared = ffn.shared_experts * ffn.d_expert  # one SwiGLU as wide as all of them
+        self.shared_experts = (GatedMLP(d, shared, ffn.activation, ffn.bias)
+                               if shared else None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1])

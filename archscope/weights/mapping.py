@@ -101,7 +101,8 @@ _MLA_NAMES = ("q_proj", "q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with
 DEEPSEEK_V2 = tuple(r for r in LLAMA if ".self_attn." not in r.hf) + MOE + _rules(
     *[(f"{_ATTN}.{name}.{{p}}", f"layers.{{i}}.self_attn.{name}.{{p}}") for name in _MLA_NAMES],
     *[(f"model.layers.{{i}}.mlp.shared_experts.{proj}.{{p}}",
-       f"layers.{{i}}.mlp.shared_experts.{proj}.{{p}}") for proj in ("gate_proj", "up_proj", "down_proj")],
+       f"layers.{{i}}.mlp.shared_experts.{proj}.{{p}}")
+      for proj in ("gate_proj", "up_proj", "down_proj")],
 )
 
 TABLES: dict[str, tuple[Rule, ...]] = {

@@ -149,22 +149,25 @@ def test_prefill_logits_match_transformers(name):
     assert max_diff(got, expected) < ATOL
 
 
-@pytest.mark.parametrize("absorb", [False, True], ids=["naive", "absorbed"])
-@pytest.mark.parametrize("name", TINY)
+# MLA runs in both modes (see archscope.nn.mla): decompressing each step, and absorbed.
+DECODE_CASES = [(name, False) for name in TINY] + [
+    (name, True) for name, raw in TINY.items() if raw["attention"]["kind"] == "mla"]
+
+
+@pytest.mark.parametrize("name, absorb", DECODE_CASES,
+                         ids=[f"{n}-{'absorbed' if a else 'plain'}" for n, a in DECODE_CASES])
 def test_cached_decoding_matches_transformers(name, absorb):
     spec, hf, ours = paired_models(name)
-    if absorb and spec.attention.kind != "mla":
-        pytest.skip("absorbed attention is an MLA mode")
     for module in ours.modules():
         if isinstance(module, MLAttention):
             module.absorb = absorb
     ids = _ids(spec.vocab_size)
-    prompt = 5
+    prompt, chunk = 5, 3  # a prefill, a chunk of 3 after it (masked against the cache), then 1 by 1
     with torch.no_grad():
         expected = hf(ids).logits
         cache = ours.new_cache(ids.shape[0], max_len=ids.shape[1])
-        steps = [ours(ids[:, :prompt], cache)]
-        for i in range(prompt, ids.shape[1]):
+        steps = [ours(ids[:, :prompt], cache), ours(ids[:, prompt:prompt + chunk], cache)]
+        for i in range(prompt + chunk, ids.shape[1]):
             steps.append(ours(ids[:, i:i + 1], cache))
     got = torch.cat(steps, dim=1)
     assert cache.length == ids.shape[1]
@@ -271,3 +274,65 @@ def test_moe_module_switches_between_reference_and_batched():
         ref = moe(x)
         moe.experts.batched = True
         assert max_diff(moe(x), ref) < 1e-5
+
+
+@pytest.mark.skipif("grouped_mm" not in METHODS, reason="this torch has no grouped_mm")
+def test_grouped_mm_flop_formula_counts_the_routed_work():
+    """FlopCounterMode has no formula for grouped_mm; FLOP_FORMULAS gives it one, and then the
+    batched path counts exactly what the reference loop counts:
+    2 * tokens * top_k * 3 * d * d_expert."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from archscope.nn.moe import FLOP_FORMULAS
+
+    spec = tiny_spec("mixtral")
+    moe = MoE(spec, spec.ffn)
+    with torch.no_grad():
+        for p in moe.parameters():
+            p.normal_(0.0, 0.2)
+        x = torch.randn(13, spec.d_model)
+        weights, index = moe.gate(x)
+        counts = []
+        for run in (lambda: experts_reference(moe.experts, x, weights, index),
+                    lambda: experts_batched(moe.experts, x, weights, index, "grouped_mm")):
+            with FlopCounterMode(display=False, custom_mapping=FLOP_FORMULAS) as counter:
+                run()
+            counts.append(counter.get_total_flops())
+    f = spec.ffn
+    assert counts[0] == counts[1] == 2 * 13 * f.top_k * 3 * spec.d_model * f.d_expert
+
+
+# ---------------------------------------------------------------------------------------------
+# (5) The weight-name tables both ways, and GraniteMoe's own checkpoint names.
+
+@pytest.mark.parametrize("name", TINY)
+def test_weight_tables_round_trip(name):
+    from archscope.weights import ours_to_hf, table_for
+
+    spec, hf, ours = paired_models(name)
+    table = table_for(hf.config.model_type)
+    theirs = hf.state_dict()
+    back = ours_to_hf(table, ours.state_dict())
+    assert set(back) == set(theirs)
+    assert all(torch.equal(back[k], theirs[k]) for k in theirs)
+
+
+def test_granitemoe_checkpoint_names_are_read():
+    """GraniteMoe checkpoints say input_linear/output_linear/router.layer; transformers renames
+    them on load to experts.gate_up_proj/experts.down_proj/router (same layouts)."""
+    from archscope.weights import hf_to_ours, table_for
+
+    spec, hf, ours = paired_models("granitemoe")
+    renames = {"experts.gate_up_proj": "input_linear.weight",
+               "experts.down_proj": "output_linear.weight", "router.weight": "router.layer.weight"}
+    legacy = {}
+    for key, value in hf.state_dict().items():
+        for new, old in renames.items():
+            key = key.replace(new, old)
+        legacy[key] = value
+    assert any("input_linear" in k for k in legacy)
+    shapes = {k: v.shape for k, v in ours.state_dict().items()}
+    mapped, unmatched = hf_to_ours(table_for("granitemoe"), legacy, shapes)
+    assert not unmatched
+    assert set(mapped) == set(ours.state_dict())
+    assert all(torch.equal(mapped[k], v) for k, v in ours.state_dict().items())

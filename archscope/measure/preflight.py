@@ -1,0 +1,99 @@
+"""Checks before anything is allocated: sane options, a usable device, enough memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from archscope.errors import InputError
+from archscope.estimate import inference_memory
+from archscope.estimate.memory import activation_bytes
+from archscope.measure.resources import available_bytes
+from archscope.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    device: str = "cpu"
+    dtype: str = "fp32"
+    batch: int = 1
+    prompt_len: int = 128
+    new_tokens: int = 32
+    repeats: int = 3
+    warmup: int = 1  # at least 1: it also holds the peak-memory measurement and graph capture
+    compare_hf: bool = False
+    hf_cache: str = "dynamic"  # transformers' cache_implementation: dynamic or static
+    compile: bool = False
+    breakdown: bool = False
+    hardware: str = "auto"  # auto, local, or a preset name (h200, h100, a100)
+    seed: int = 0
+    weights: str | None = None  # an HF checkpoint folder; None: random-init
+
+    @property
+    def context(self) -> int:
+        """Cache slots: the prompt and every new token."""
+        return self.prompt_len + self.new_tokens
+
+
+def check_options(spec: ModelSpec, o: ProfileOptions) -> None:
+    for name, least in (("batch", 1), ("prompt_len", 1), ("new_tokens", 2), ("repeats", 1),
+                        ("warmup", 1)):
+        value = getattr(o, name)
+        if not isinstance(value, int) or value < least:
+            raise InputError(f"--{name.replace('_', '-')} must be an integer >= {least}, got "
+                             f"{value!r}" + (" (decode speed needs a token after the first)"
+                                             if name == "new_tokens" else ""))
+    if o.context > spec.max_seq_len:
+        raise InputError(f"prompt ({o.prompt_len}) + new tokens ({o.new_tokens}) = {o.context} "
+                         f"exceeds {spec.name}'s max_seq_len {spec.max_seq_len}")
+    if o.hf_cache not in ("dynamic", "static"):
+        raise InputError(f"--hf-cache must be dynamic or static, got {o.hf_cache!r}")
+
+
+def resolve_device(name: str) -> torch.device:
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise InputError(f"--device {name!r}: expected cpu or cuda (cuda:N)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+        raise InputError(f"--device {name}: no CUDA device is available here (torch "
+                         f"{torch.__version__}, {build}); use --device cpu")
+    if device.type not in ("cpu", "cuda"):
+        raise InputError(f"--device {name!r}: expected cpu or cuda")
+    return device
+
+
+def memory_needed(spec: ModelSpec, o: ProfileOptions) -> dict[str, int]:
+    """The estimator's bytes for this run, by part.
+
+    archscope: weights + cache of prompt+new tokens + the activations of the prefill (its
+    logits for the last position only). With --compare-hf, transformers shares the weights but
+    adds its own cache and activations, and the logit comparison holds both models' logits for
+    every prompt position (plus their difference).
+    """
+    mem = inference_memory(spec, o.context, o.batch, o.dtype)
+    need = {"weights": mem.weights, "kv_cache": mem.kv_cache, "activations": mem.activations}
+    if o.compare_hf:
+        full = activation_bytes(spec, o.prompt_len, o.batch, mem.kv_dtype, all_logits=True)
+        need["transformers_cache_and_activations"] = mem.kv_cache + mem.activations
+        need["logit_comparison"] = 3 * (full - activation_bytes(spec, o.prompt_len, o.batch,
+                                                                mem.kv_dtype))
+    return need
+
+
+def check_fits(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> dict[str, int]:
+    """Refuse (InputError) when the estimate exceeds the free memory; returns the estimate."""
+    need = memory_needed(spec, o)
+    free = available_bytes(device)
+    total = sum(need.values())
+    if free is not None and total > free:
+        where = "free GPU memory" if device.type == "cuda" else "available RAM"
+        parts = ", ".join(f"{k} {v / 1e9:,.2f} GB" for k, v in need.items())
+        raise InputError(
+            f"{spec.name} will not fit: the run needs about {total / 1e9:,.2f} GB ({parts}) but "
+            f"only {free / 1e9:,.2f} GB of {where} is free on {device}. Nothing was allocated. "
+            f"Shrink it with a smaller --batch, --prompt-len or --new-tokens, a 16-bit --dtype, "
+            f"or fewer layers (--set n_layers=2).")
+    return need

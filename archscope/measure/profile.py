@@ -1,0 +1,280 @@
+"""`archscope profile`: run the built model, time it honestly, and put the measurements beside
+the estimators, the roofline and (optionally) transformers on the same weights.
+
+Method (gpt-fast style): one pre-allocated cache of prompt + new tokens, reused (reset) by every
+run; warm-up runs first (allocator, kernels, graph capture); every timed region starts and
+ends with a device synchronisation; each run times the prefill (the prompt through the cache
+up to the first token: time to first token) and the decode (the new_tokens - 1 steps after it).
+Decode tokens/s counts every sequence of the batch: batch * (new_tokens - 1) / decode seconds.
+Medians over the repeats, with min, max and interquartile range beside them. With --compare-hf
+the repeats of the two models alternate, so drifts of a shared machine hit both alike.
+The library returns a plain dict; the CLI renders and saves it.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from archscope.estimate import kv_cache_bytes, weights_bytes
+from archscope.measure import reference, roofline
+from archscope.measure.generate import Step, decode, eager_step, greedy, prefill
+from archscope.measure.preflight import (ProfileOptions, check_fits, check_options,
+                                         resolve_device)
+from archscope.measure.resources import PeakMemory
+from archscope.measure.timing import Stats, sync, to_torch_dtype
+from archscope.nn.build import build_model
+from archscope.nn.cache import KVCache
+from archscope.nn.model import DecoderLM
+from archscope.spec import ModelSpec
+
+Progress = Callable[[str], None]
+
+
+def progress_units(o: ProfileOptions) -> int:
+    """How many times `profile` calls its progress callback (for a progress bar's total)."""
+    runs = o.warmup + o.repeats
+    hf = o.warmup + 1 if o.compare_hf else 0
+    return 2 + runs + hf + o.breakdown + (runs if o.compile else 0)
+
+
+@dataclass
+class Run:
+    """The model under test and what its runs share: one cache, one prompt, one decode step."""
+
+    model: DecoderLM
+    spec: ModelSpec
+    weights: str  # "random-init" or the checkpoint folder
+    cache: KVCache
+    prompt: torch.Tensor
+    step: Step
+    step_kind: str
+    tokens: torch.Tensor | None = None  # the greedy tokens of the last warm-up
+
+
+def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None = None) -> dict:
+    """Measure `spec`, with random weights or the checkpoint `options.weights` (see the
+    module doc); returns the record."""
+    o, tick = options, progress or (lambda _label: None)
+    check_options(spec, o)
+    device = resolve_device(o.device)
+    needed = check_fits(spec, o, device)  # before anything is allocated
+    local = roofline.calibrate(device.type, o.dtype)
+    hardware = _hardware(o.hardware, device, local)
+    tick("calibrated")
+
+    peak = PeakMemory(device)
+    peak.start()
+    run = _prepare(spec, o, device, tick)
+    peak_bytes = peak.peak_bytes()  # the model, its cache and whole generations; nothing else
+    if o.compile:
+        peak.method += "; includes what torch.compile itself allocated while compiling"
+    hf, hf_tokens = _prepare_hf(run, o, tick) if o.compare_hf else (None, None)
+    ours, theirs = _repeats(run, hf, o, tick)
+
+    timings = _timings(ours, o)
+    record = {
+        "model": run.spec.name, "device": str(device), "dtype": o.dtype, "weights": run.weights,
+        "batch": o.batch, "prompt_len": o.prompt_len, "new_tokens": o.new_tokens,
+        "repeats": o.repeats, "warmup": o.warmup, "decode_step": run.step_kind,
+        **timings,
+        "peak_memory_bytes": peak_bytes, "peak_memory_method": peak.method,
+        "estimated_memory_bytes": sum(needed[k] for k in ("weights", "kv_cache", "activations")),
+        **_sizes(run, o),
+        **_predictions(run.spec, o, hardware, local, timings["decode_tokens_per_s"]),
+        **_environment(device, hf is not None),
+    }
+    if hf is not None:
+        record.update(_hf_fields(run, hf, hf_tokens, theirs, o, record["decode_tokens_per_s"]))
+    if o.compile and not run.step_kind.startswith("eager"):
+        record.update(_eager_check(run, o, tick))
+    if o.breakdown:
+        record["breakdown"] = _breakdown(run, o, device)
+        tick("breakdown")
+    return record
+
+
+def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, tick) -> Run:
+    """Build (or load) the model, its cache and prompt; run the warm-ups."""
+    model, spec, weights = _model(spec, o, device, to_torch_dtype(o.dtype))
+    generator = torch.Generator().manual_seed(o.seed)
+    prompt = torch.randint(0, spec.vocab_size, (o.batch, o.prompt_len), generator=generator)
+    step, step_kind = _step(model, o, device)
+    run = Run(model, spec, weights, model.new_cache(o.batch, o.context), prompt.to(device),
+              step, step_kind)
+    tick("built")
+    for _ in range(o.warmup):
+        run.tokens = timed_generation(model, step, run.prompt, run.cache, o.new_tokens)[0]
+        tick("warm-up")
+    return run
+
+
+def _prepare_hf(run: Run, o: ProfileOptions, tick):
+    """transformers' twin on the same weights, warmed up: (model, its greedy tokens)."""
+    hf = reference.hf_twin(run.model)
+    tick("transformers built")
+    tokens = None
+    for _ in range(o.warmup):
+        tokens = reference.hf_generate(hf, run.prompt, o.new_tokens, o.hf_cache)[0]
+        tick("transformers warm-up")
+    return hf, tokens
+
+
+def _sizes(run: Run, o: ProfileOptions) -> dict:
+    return {"weights_bytes_measured": sum(p.numel() * p.element_size()
+                                          for p in run.model.parameters()),
+            "weights_bytes_estimated": weights_bytes(run.spec, o.dtype),
+            "kv_cache_len": o.context,
+            "kv_cache_bytes_measured": run.cache.nbytes(),
+            "kv_cache_bytes_estimated": kv_cache_bytes(run.spec, o.context, o.batch, o.dtype)}
+
+
+def _model(spec: ModelSpec, o: ProfileOptions, device: torch.device, dtype: torch.dtype):
+    """(model, spec, weights label): random-init, or the checkpoint checked against `spec`."""
+    if o.weights is None:
+        return build_model(spec, device, dtype, o.seed), spec, "random-init"
+    from archscope.weights.loader import load_checkpoint
+
+    model, spec = load_checkpoint(o.weights, spec, str(device), dtype)
+    return model, spec, str(o.weights)
+
+
+@torch.inference_mode()
+def timed_generation(model, step, prompt, cache, new_tokens: int):
+    """One generation through `cache`: (tokens [B, new_tokens], prefill s, decode s)."""
+    device = prompt.device
+    cache.reset()
+    sync(device)
+    t0 = time.perf_counter()
+    first = greedy(prefill(model, prompt, cache))
+    sync(device)
+    t1 = time.perf_counter()
+    rest = decode(step, first, cache, new_tokens - 1)
+    sync(device)
+    t2 = time.perf_counter()
+    return torch.cat((first[:, None], rest), dim=1), t1 - t0, t2 - t1
+
+
+def _repeats(run: Run, hf, o: ProfileOptions, tick):
+    """Timed runs; with transformers, the two alternate. Returns ([(prefill s, decode s)],
+    [(generate-1-token s, generate-all s)])."""
+    ours, theirs = [], []
+    for _ in range(o.repeats):
+        ours.append(timed_generation(run.model, run.step, run.prompt, run.cache,
+                                     o.new_tokens)[1:])
+        if hf is not None:
+            one = reference.hf_generate(hf, run.prompt, 1, o.hf_cache)[1]
+            full = reference.hf_generate(hf, run.prompt, o.new_tokens, o.hf_cache)[1]
+            theirs.append((one, full))
+        tick("repeat")
+    return ours, theirs
+
+
+def _timings(runs, o: ProfileOptions) -> dict:
+    prefill_ms = Stats(tuple(1e3 * p for p, _ in runs))
+    rate = Stats(tuple(o.batch * (o.new_tokens - 1) / d for _, d in runs))
+    return {"prefill_ms": round(prefill_ms.median, 3), "prefill_ms_stats": prefill_ms.as_dict(),
+            "decode_tokens_per_s": round(rate.median, 3),
+            "decode_tokens_per_s_stats": rate.as_dict(),
+            "decode_ms_per_step": round(1e3 * o.batch / rate.median, 3)}
+
+
+def _hardware(name: str, device: torch.device, local: roofline.Hardware) -> roofline.Hardware:
+    if name == "local":
+        return local
+    if name == "auto":
+        gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
+        return (roofline.preset_for_gpu(gpu) if gpu else None) or local
+    return roofline.PRESETS[name]
+
+
+def _predictions(spec, o: ProfileOptions, hw, local, measured: float) -> dict:
+    """The roofline on `hw`, and the bandwidth limit on this machine's measured bandwidth."""
+    pre = roofline.predict_prefill(spec, hw, o.prompt_len, o.batch, o.dtype)
+    dec = roofline.predict_decode(spec, hw, o.prompt_len, o.new_tokens, o.batch, o.dtype)
+    limit = roofline.predict_decode(spec, local, o.prompt_len, o.new_tokens, o.batch, o.dtype)
+    per_step = dec.extra["bytes_per_step"]
+    bandwidth_limit = o.batch * local.bandwidth / per_step
+    return {
+        "hardware": hw.name, "hardware_source": hw.source,
+        "hardware_peak_flops": hw.peak_flops(o.dtype), "hardware_bandwidth_bytes_per_s": hw.bandwidth,
+        "predicted_prefill_ms": round(1e3 * pre.seconds, 3), "predicted_prefill_bound": pre.bound,
+        "predicted_decode_tokens_per_s": round(dec.extra["tokens_per_s"], 3),
+        "predicted_decode_bound": dec.bound,
+        "local_predicted_decode_tokens_per_s": round(limit.extra["tokens_per_s"], 3),
+        "measured_bandwidth_bytes_per_s": local.bandwidth,
+        "measured_peak_flops": local.peak_flops(o.dtype),
+        "decode_bytes_per_step": per_step,
+        "decode_achieved_bandwidth_bytes_per_s": round(measured / o.batch * per_step),
+        "bandwidth_limit_tokens_per_s": round(bandwidth_limit, 3),
+        "fraction_of_bandwidth_limit": round(measured / bandwidth_limit, 4),
+    }
+
+
+def _environment(device: torch.device, with_hf: bool) -> dict:
+    env = {"torch_version": torch.__version__, "threads": torch.get_num_threads(),
+           "cpu": platform.processor() or platform.machine()}
+    if device.type == "cuda":
+        env["gpu_name"] = torch.cuda.get_device_name(device)
+    if with_hf:
+        import transformers
+
+        env["transformers_version"] = transformers.__version__
+    return env
+
+
+def _hf_fields(run: Run, hf, hf_tokens, runs, o: ProfileOptions, ours_rate: float) -> dict:
+    """transformers' decode rate: its T-1 steps take generate(T) - generate(1), medians of
+    each (the per-run differences, noisier, are in the stats)."""
+    one = Stats(tuple(a for a, _ in runs)).median
+    full = Stats(tuple(b for _, b in runs)).median
+    rate = Stats(tuple(o.batch * (o.new_tokens - 1) / max(b - a, 1e-9) for a, b in runs))
+    hf_rate = o.batch * (o.new_tokens - 1) / max(full - one, 1e-9)
+    return {"hf_decode_tokens_per_s": round(hf_rate, 3),
+            "hf_decode_tokens_per_s_stats": rate.as_dict(),
+            "hf_prefill_ms": round(1e3 * one, 3), "hf_cache": o.hf_cache,
+            "hf_attention": "sdpa",
+            "decode_speedup_vs_hf": round(ours_rate / hf_rate, 3),
+            "max_abs_logit_diff": reference.max_abs_logit_diff(run.model, hf, run.prompt),
+            "hf_tokens_match": bool(torch.equal(hf_tokens.cpu(), run.tokens.cpu()))}
+
+
+def _step(model, o: ProfileOptions, device: torch.device):
+    if not o.compile:
+        return eager_step(model), "eager"
+    if model.spec.moe:  # routing decides shapes from the data: nothing fixed to capture
+        return eager_step(model), "eager (--compile skipped: MoE routing has data-dependent shapes)"
+    from archscope.measure import fast
+
+    if device.type == "cuda":
+        return fast.CUDAGraphStep(model, compile=True), "torch.compile + CUDA graph"
+    return fast.compiled_step(model), "torch.compile"
+
+
+def _eager_check(run: Run, o: ProfileOptions, tick) -> dict:
+    """The reference eager step on the same prompt: its tokens and its decode rate."""
+    runs, eager_tokens, step = [], None, eager_step(run.model)
+    for i in range(o.warmup + o.repeats):
+        eager_tokens, p, d = timed_generation(run.model, step, run.prompt, run.cache,
+                                              o.new_tokens)
+        if i >= o.warmup:
+            runs.append((p, d))
+        tick("eager check")
+    return {"eager_decode_tokens_per_s": _timings(runs, o)["decode_tokens_per_s"],
+            "compiled_tokens_match_eager": bool(torch.equal(eager_tokens, run.tokens))}
+
+
+def _breakdown(run: Run, o: ProfileOptions, device) -> dict:
+    """Hooks see module calls only in the eager step (a graph replay bypasses Python)."""
+    from archscope.measure.breakdown import breakdown
+
+    steps = o.new_tokens - 1
+    run.cache.reset()
+    first = greedy(prefill(run.model, run.prompt, run.cache))
+    result = breakdown(run.model, lambda: decode(eager_step(run.model), first, run.cache, steps),
+                       steps, device)
+    return {"step": f"eager decode, {steps} steps after the prompt", **result}

@@ -1,0 +1,106 @@
+"""Token-by-token generation for people: stop on an end-of-sequence id, yield each token at once.
+
+The profiler's `decode` keeps tokens on the device and never waits for the host; a reader wants
+the opposite: every token on the host as soon as it exists, to print it, and a stop as soon as
+an end-of-sequence id appears (instruct models have several: Llama 3.2 Instruct ends a turn
+with 128009 and a text with 128001). The steps are the same (`prefill`, `eager_step`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable, Iterator
+
+import torch
+
+from archscope.errors import InputError
+from archscope.measure.generate import NextToken, eager_step, greedy, prefill
+from archscope.measure.timing import sync
+
+
+class TokenStream:
+    """Iterate to get the new token ids one at a time; afterwards `stop_reason` ("eos",
+    "max_new_tokens" or "context"), `first_token_s` (prefill) and `decode_s` are set."""
+
+    def __init__(self, model, prompt: torch.Tensor, max_new_tokens: int,
+                 next_token: NextToken = greedy, eos_ids: Iterable[int] = (), cache=None):
+        if prompt.dim() != 2 or prompt.shape[0] != 1 or prompt.shape[1] == 0:
+            raise InputError("generation takes one non-empty prompt")
+        context = model.spec.max_seq_len
+        if prompt.shape[1] >= context:
+            raise InputError(f"the prompt has {prompt.shape[1]} tokens; {model.spec.name} "
+                             f"holds at most {context}")
+        if max_new_tokens < 1:
+            raise InputError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+        self.model, self.prompt, self.next_token = model, prompt, next_token
+        self.limit = min(max_new_tokens, context - prompt.shape[1])
+        self.context_bound = self.limit < max_new_tokens
+        self.eos = set(eos_ids)
+        self.cache = cache if cache is not None else \
+            model.new_cache(1, prompt.shape[1] + self.limit)
+        self.tokens: list[int] = []
+        self.stop_reason = ""
+        self.first_token_s = self.decode_s = 0.0
+
+    def __iter__(self) -> Iterator[int]:
+        return self._run()
+
+    @torch.inference_mode()
+    def _run(self) -> Iterator[int]:
+        step, device = eager_step(self.model), self.prompt.device
+        t0 = time.perf_counter()
+        token = self.next_token(prefill(self.model, self.prompt, self.cache))
+        for i in range(self.limit):
+            value = int(token.item())  # waits for the device: this token is printed now
+            if i == 0:
+                self.first_token_s = time.perf_counter() - t0
+                t0 = time.perf_counter()
+            self.tokens.append(value)
+            yield value
+            if value in self.eos:
+                self.stop_reason = "eos"
+                break
+            if i + 1 < self.limit:
+                token = self.next_token(step(token.view(1, 1), self.cache))
+        else:
+            self.stop_reason = "context" if self.context_bound else "max_new_tokens"
+        sync(device)
+        self.decode_s = time.perf_counter() - t0
+
+    @property
+    def decode_tokens_per_s(self) -> float | None:
+        """Tokens after the first per second (None with fewer than two tokens)."""
+        n = len(self.tokens) - 1
+        return n / self.decode_s if n > 0 and self.decode_s > 0 else None
+
+
+def open_generation(folder, prompt: str, *, spec=None, device: str = "cpu",
+                    dtype: torch.dtype = torch.float32, device_map=None, chat: bool = False,
+                    system: str | None = None, max_new_tokens: int = 128,
+                    next_token: NextToken = greedy, allow_pickle: bool = False):
+    """Load the checkpoint and its tokenizer, encode the prompt: (TokenStream, IncrementalText,
+    info) where info holds the spec, the load time, the prompt length and the eos ids."""
+    from archscope.weights.loader import input_device, load_checkpoint
+    from archscope.weights.placement import new_cache
+    from archscope.weights.tokenizer import IncrementalText, eos_ids, load_tokenizer, prompt_ids
+
+    tokenizer = load_tokenizer(folder)  # first: a folder without one fails before the weights
+    ids = prompt_ids(tokenizer, prompt, chat, system)
+    t0 = time.perf_counter()
+    model, spec = load_checkpoint(folder, spec, device, dtype, device_map=device_map,
+                                  allow_pickle=allow_pickle)
+    if max(ids, default=0) >= spec.vocab_size:  # a tokenizer from another model
+        raise InputError(f"{folder}: the tokenizer gives id {max(ids)} but the model's "
+                         f"vocabulary has {spec.vocab_size} ids: tokenizer and weights differ")
+    device_in = input_device(model)
+    sync(device_in)
+    load_s = time.perf_counter() - t0
+    prompt_t = torch.tensor([ids], dtype=torch.long, device=device_in)
+    eos = eos_ids(folder, tokenizer)
+    capacity = min(len(ids) + max_new_tokens, spec.max_seq_len)
+    cache = new_cache(model, getattr(model, "placement", None), 1, capacity) \
+        if len(ids) < spec.max_seq_len else None
+    stream = TokenStream(model, prompt_t, max_new_tokens, next_token, eos, cache)
+    info = {"spec": spec, "load_s": load_s, "prompt_tokens": len(ids), "eos_ids": eos,
+            "device": str(device_in), "dtype": str(dtype).removeprefix("torch.")}
+    return stream, IncrementalText(tokenizer), info

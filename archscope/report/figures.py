@@ -1,0 +1,177 @@
+"""Figures from the model records: DataFrame-shaped series -> matplotlib Figure -> PNG bytes.
+
+Deterministic: the Agg renderer with the default style, fixed sizes and dpi, and no
+'Software' metadata in the PNG, so the same records give the same bytes run after run.
+Nothing is written here; `png_bytes` returns the file's content.
+"""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+import matplotlib.style
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from archscope.report.fmt import human
+
+DPI = 100
+RC = {"font.size": 9, "axes.titlesize": 11, "legend.fontsize": 8, "svg.hashsalt": "archscope",
+      "figure.dpi": DPI, "savefig.dpi": DPI}
+STYLES = ("-", "--", "-.", ":")
+PATHS = {  # alt text -> path under the report folder
+    "KV cache vs context length": "figures/kv_cache_vs_context.png",
+    "Parameter breakdown": "figures/params_breakdown.png",
+    "Decode FLOPs per token vs context length": "figures/flops_vs_context.png",
+    "Weights memory by dtype": "figures/weights_by_dtype.png",
+}
+
+
+def png_bytes(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _si(unit: str, scale: float = 1.0):
+    """Tick labels like '10 MB', '1 GB', '100 GFLOP' for values given in base units."""
+    def fmt(value, _pos):
+        value *= scale
+        for div, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, "")):
+            if value >= div:
+                return f"{value / div:g} {prefix}{unit}"
+        return f"{value:g} {unit}"
+    return FuncFormatter(fmt)
+
+
+def _tokens(value, _pos) -> str:
+    return f"{value / 1024:g}K" if value >= 1024 else f"{value:g}"
+
+
+def _style(i: int, colors) -> dict:
+    return {"color": colors(i % 20), "linestyle": STYLES[(i // 10) % 2], "linewidth": 1.6}
+
+
+def _context_axes(fig: Figure, title: str, ylabel: str, unit: str):
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(_tokens))
+    ax.yaxis.set_major_locator(LogLocator(base=10))
+    ax.yaxis.set_major_formatter(_si(unit))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("context length (tokens, log scale)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    return ax
+
+
+def kv_cache_figure(records: list[dict]) -> Figure:
+    """Every preset up to its context. MLA and sliding-window models are drawn thick (they are
+    the point of the figure); MLA also dotted at its decompressed size; a window flattens."""
+    fig = Figure(figsize=(10, 6.5))
+    ax = _context_axes(fig, "KV cache vs context length (fp16, batch 1)",
+                       "KV cache (log scale)", "B")
+    colors = matplotlib.colormaps["tab20"]
+    for i, r in enumerate(records):
+        s, style = r["series"], _style(i, colors)
+        mla = any(a["kind"] == "mla" for a in r["attention"])
+        windows = sorted({a["window"] for a in r["attention"] if a["window"]})
+        if mla or windows:
+            style["linewidth"] = 3.0
+        ax.plot(s["context"], s["kv_cache_bytes"], label=r["name"], **style)
+        if mla:
+            ax.plot(s["context"], s["kv_cache_decompressed_bytes"], color=style["color"],
+                    linestyle=":", linewidth=1.2, label=f"{r['name']} if decompressed (naive MLA)")
+        if windows:
+            ax.annotate(f"{r['name']}: sliding window {windows[0]:,} caps the cache",
+                        (s["context"][-1], s["kv_cache_bytes"][-1]), xytext=(0, 8),
+                        textcoords="offset points", ha="right", va="bottom", fontsize=8,
+                        color=style["color"], fontweight="bold",
+                        bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
+                              "alpha": 0.85})
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def flops_figure(records: list[dict]) -> Figure:
+    fig = Figure(figsize=(10, 6.5))
+    ax = _context_axes(fig, "Decode FLOPs per token vs context (MLA: naive convention)",
+                       "FLOPs per generated token (log scale)", "FLOP")
+    colors = matplotlib.colormaps["tab20"]
+    for i, r in enumerate(records):
+        s = r["series"]
+        ax.plot(s["context"], s["decode_flops"], label=r["name"], **_style(i, colors))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def breakdown_shares(r: dict) -> dict[str, float]:
+    """Percent of total params: embedding, attention, FFN used per token, idle experts, norms,
+    head."""
+    p, g = r["params"], r["params"]["groups"]
+    idle = p["total"] - p["active"]
+    parts = {"embedding": g["embedding"], "attention": g["attention"],
+             "FFN (active per token)": g["ffn"] - idle, "FFN (experts idle per token)": idle,
+             "norms": g["norms"], "lm_head (untied)": g["head"]}
+    return {k: 100 * v / p["total"] for k, v in parts.items()}
+
+
+def params_figure(records: list[dict]) -> Figure:
+    fig = Figure(figsize=(10, 7))
+    ax = fig.add_subplot(1, 1, 1)
+    colors = matplotlib.colormaps["tab10"]
+    names = [r["name"] for r in records][::-1]
+    shares = [breakdown_shares(r) for r in records][::-1]
+    left = [0.0] * len(records)
+    for j, key in enumerate(shares[0]):
+        widths = [s[key] for s in shares]
+        ax.barh(names, widths, left=left, label=key, color=colors(j),
+                hatch="//" if "idle" in key else None, edgecolor="white", linewidth=0.5)
+        left = [a + b for a, b in zip(left, widths)]
+    for y, r in enumerate(records[::-1]):
+        p = r["params"]
+        text = human(p["total"])
+        if p["active"] != p["total"]:
+            text += f" ({human(p['active'])} active)"
+        ax.text(101, y, text, va="center", fontsize=8)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of total parameters (%)")
+    ax.set_title("Parameter breakdown (unique tensors; total and active at the right)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def weights_figure(records: list[dict], dtypes=("fp32", "bf16", "int8", "int4")) -> Figure:
+    fig = Figure(figsize=(10, 8))
+    ax = fig.add_subplot(1, 1, 1)
+    colors = matplotlib.colormaps["tab10"]
+    height = 0.8 / len(dtypes)
+    n = len(records)
+    for j, dtype in enumerate(dtypes):
+        ys = [n - 1 - i + 0.4 - (j + 0.5) * height for i in range(n)]
+        ax.barh(ys, [r["weights_bytes"][dtype] for r in records], height=height,
+                label=dtype + (" (= fp16)" if dtype == "bf16" else ""), color=colors(j))
+    ax.set_yticks(range(n))
+    ax.set_yticklabels([r["name"] for r in records][::-1])
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(_si("B"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("weights (log scale; 1 GB = 10^9 bytes; int4 = half a byte per parameter)")
+    ax.set_title("Weights memory by dtype (total parameters × bytes per parameter)")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def all_figures(records: list[dict]) -> dict[str, bytes]:
+    """Path under the report folder -> PNG bytes, for every figure."""
+    makers = [kv_cache_figure, params_figure, flops_figure, weights_figure]
+    with matplotlib.style.context("default"), matplotlib.rc_context(RC):
+        return {path: png_bytes(make(records)) for path, make in zip(PATHS.values(), makers)}

@@ -1,0 +1,127 @@
+"""Per-expert MoE checkpoints -> the fused 3-D expert tensors archscope and transformers 5 use.
+
+Mixtral and DeepSeek-V2 as published (and anything saved by transformers < 5) store one 2-D
+tensor per expert and projection, e.g. `...experts.7.w1.weight`. The weight tables name the
+fused layout (`experts.gate_up_proj` [E, 2*d_expert, d], gate rows first, and
+`experts.down_proj` [E, d, d_expert]), so this module presents a per-expert checkpoint as the
+fused one: `merged_view` rewrites the tensor index (each fused tensor's shape from its pieces),
+and `tensors` assembles each fused tensor while reading, one layer's experts at a time, into a
+buffer on the target device. The layouts are keyed by the config's model_type, like the tables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import torch
+
+from archscope.errors import CheckpointError
+from archscope.weights.files import CheckpointFiles, TensorInfo, listing
+
+_GATE_UP = "model.layers.{i}.mlp.experts.gate_up_proj"
+_DOWN = "model.layers.{i}.mlp.experts.down_proj"
+# model_type: (per-expert name, fused name, which half of the fused rows (0/1), halves)
+PER_EXPERT = {
+    "mixtral": [("model.layers.{i}.block_sparse_moe.experts.{j}.w1.weight", _GATE_UP, 0, 2),
+                ("model.layers.{i}.block_sparse_moe.experts.{j}.w3.weight", _GATE_UP, 1, 2),
+                ("model.layers.{i}.block_sparse_moe.experts.{j}.w2.weight", _DOWN, 0, 1)],
+    "deepseek_v2": [("model.layers.{i}.mlp.experts.{j}.gate_proj.weight", _GATE_UP, 0, 2),
+                    ("model.layers.{i}.mlp.experts.{j}.up_proj.weight", _GATE_UP, 1, 2),
+                    ("model.layers.{i}.mlp.experts.{j}.down_proj.weight", _DOWN, 0, 1)],
+}
+RENAMED = {"mixtral": [("model.layers.{i}.block_sparse_moe.gate.weight",
+                        "model.layers.{i}.mlp.gate.weight")]}
+
+
+@dataclass(frozen=True)
+class Piece:
+    source: str  # the per-expert tensor's name in the file
+    expert: int
+    half: int
+    halves: int
+
+
+@dataclass(frozen=True)
+class MergedCheckpoint(CheckpointFiles):
+    pieces: dict = dataclasses.field(default_factory=dict)  # fused name -> [Piece]
+    renamed: dict = dataclasses.field(default_factory=dict)  # source name -> current name
+
+
+def _regex(pattern: str) -> re.Pattern:
+    return re.compile(re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)")
+                      .replace(r"\{j\}", r"(?P<j>\d+)") + "$")
+
+
+def merged_view(ckpt: CheckpointFiles, model_type: str) -> CheckpointFiles:
+    """`ckpt` with per-expert tensors shown as fused ones (unchanged when it has none)."""
+    rules = [(_regex(src), dst, half, n) for src, dst, half, n in PER_EXPERT.get(model_type, [])]
+    renames = [(_regex(src), dst) for src, dst in RENAMED.get(model_type, [])]
+    tensors, pieces, renamed = {}, {}, {}
+    for name, info in ckpt.tensors.items():
+        hit = next(((m, dst, half, n) for rx, dst, half, n in rules if (m := rx.match(name))), None)
+        if hit is not None:
+            m, dst, half, n = hit
+            target = dst.replace("{i}", m["i"])
+            pieces.setdefault(target, []).append(Piece(name, int(m["j"]), half, n))
+            continue
+        rename = next((dst.replace("{i}", m["i"]) for rx, dst in renames if (m := rx.match(name))),
+                      None)
+        if rename is not None:
+            renamed[name] = rename
+        tensors[rename or name] = info
+    if not pieces and not renamed:
+        return ckpt
+    for target, parts in pieces.items():
+        tensors[target] = _fused_info(target, parts, ckpt.tensors)
+    return MergedCheckpoint(ckpt.folder, ckpt.format, ckpt.files, tensors, pieces, renamed)
+
+
+def _fused_info(target: str, parts: list[Piece], infos: dict) -> TensorInfo:
+    """The fused tensor's shape, after checking every expert has every piece, alike in shape."""
+    n_experts, halves = max(p.expert for p in parts) + 1, parts[0].halves
+    have = {(p.expert, p.half) for p in parts}
+    missing = [f"expert {e}{' (' + ('gate', 'up')[h] + ')' if halves == 2 else ''}"
+               for e in range(n_experts) for h in range(halves) if (e, h) not in have]
+    shapes = {infos[p.source].shape for p in parts}
+    if missing or len(shapes) != 1 or len(next(iter(shapes))) != 2:
+        problem = (f"missing {listing(missing)}" if missing else
+                   f"pieces of different shapes {sorted(map(list, shapes))}")
+        raise CheckpointError(f"{target}: cannot assemble it from per-expert tensors "
+                              f"(e.g. {parts[0].source}): {problem}")
+    rows, cols = next(iter(shapes))
+    first = infos[parts[0].source]
+    return TensorInfo((n_experts, halves * rows, cols), first.dtype, first.file)
+
+
+Reader = Callable[[CheckpointFiles, Path, set, torch.device], Iterator[tuple[str, torch.Tensor]]]
+
+
+def tensors(ckpt: CheckpointFiles, wanted: set[str], device: torch.device, reader: Reader
+            ) -> Iterator[tuple[Path, str, torch.Tensor]]:
+    """(file, name, tensor) for every wanted tensor, fused ones assembled as their pieces come."""
+    pieces = getattr(ckpt, "pieces", {})
+    renamed = getattr(ckpt, "renamed", {})
+    by_source = {p.source: (target, p) for target, ps in pieces.items() if target in wanted
+                 for p in ps}
+    sources = (wanted - set(pieces) - set(renamed.values())) | set(by_source) | \
+        {src for src, dst in renamed.items() if dst in wanted}
+    buffers: dict[str, list] = {}  # fused name -> [tensor, pieces still to come]
+    for file in ckpt.files:
+        for name, tensor in reader(ckpt, file, sources, device):
+            if name not in by_source:
+                yield file, renamed.get(name, name), tensor
+                continue
+            target, p = by_source[name]
+            if target not in buffers:
+                shape = ckpt.tensors[target].shape
+                buffers[target] = [tensor.new_empty(shape), len(pieces[target])]
+            buf = buffers[target]
+            rows = tensor.shape[0]
+            buf[0][p.expert, p.half * rows:(p.half + 1) * rows].copy_(tensor)
+            buf[1] -= 1
+            if buf[1] == 0:
+                yield file, target, buffers.pop(target)[0]

@@ -1,0 +1,93 @@
+"""Load an HF checkpoint folder into archscope's own model, straight onto the target device.
+
+Order, so that bad input costs nothing: the spec (from config.json, or a given one checked
+against it), the model built on the meta device, every tensor's name and shape checked from the
+file headers, the memory checked, and only then the weights read, one tensor at a time: each is
+read onto its device, renamed (and split/transposed) through the weight-name table, cast and
+assigned in place of its meta parameter. No second copy of the model exists at any moment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from archscope.errors import CheckpointError
+from archscope.nn.build import build_model
+from archscope.nn.model import DecoderLM
+from archscope.spec import ModelSpec
+from archscope.weights import experts
+from archscope.weights.files import CheckpointFiles, find_checkpoint, read_tensors
+from archscope.weights.mapping import hf_to_ours, table_for
+from archscope.weights.placement import Placement, dispatch, plan
+from archscope.weights.spec_check import check_same_network, config_path, folder_spec, model_type
+from archscope.weights.validate import check_tensors, tied_aliases
+
+
+def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
+                    device: str = "cpu", dtype: torch.dtype = torch.float32, *,
+                    device_map: str | dict | None = None, max_memory: dict | None = None,
+                    allow_pickle: bool = False) -> tuple[DecoderLM, ModelSpec]:
+    """(model in eval mode, its spec) for the checkpoint in `folder`.
+
+    `spec`: check it against the folder's config.json (InputError naming the differing keys)
+    and build it; None builds the config's own spec. `device_map`: None (everything on
+    `device`), "auto"/"balanced"/"sequential" or an explicit {module: device} map, with
+    `max_memory` as in accelerate. The result's `placement` attribute says where inputs go and
+    where each layer runs (see `placement.new_cache`).
+    """
+    found = folder_spec(folder)
+    if spec is not None:
+        check_same_network(spec, found, str(config_path(folder)))
+    spec = spec or found
+    table = table_for(model_type(folder))
+    ckpt = experts.merged_view(find_checkpoint(folder, allow_pickle), model_type(folder))
+    model = build_model(spec, "meta", dtype)
+    skip = check_tensors(table, model, ckpt)
+    placement = plan(model, device, device_map, max_memory)
+    _read_into(model, table, ckpt, skip, placement, dtype)
+    model.tie_weights()
+    left = [name for name, p in model.named_parameters() if p.is_meta]
+    if left:  # check_tensors makes this unreachable; a silent meta weight would be far worse
+        raise CheckpointError(f"{folder}: no weights were read for {', '.join(left[:5])}")
+    model = dispatch(model, placement)
+    model.placement = placement
+    return model, spec
+
+
+@torch.no_grad()
+def _read_into(model: DecoderLM, table, ckpt: CheckpointFiles, skip: set[str],
+               placement: Placement, dtype: torch.dtype) -> None:
+    our_shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    aliases = tied_aliases(model)
+    # On one device, safetensors reads each tensor onto it directly; with a device map each
+    # tensor is read on the CPU and moved to the device of the module it belongs to.
+    read_on = placement.main if placement.device_map is None else torch.device("cpu")
+    wanted = set(ckpt.tensors) - skip
+    for file, name, tensor in experts.tensors(ckpt, wanted, read_on, read_tensors):
+        ours, unmatched = hf_to_ours(table, {name: tensor}, our_shapes)
+        if unmatched:  # check_tensors accepted it, so the table must map it
+            raise CheckpointError(f"{file}: no mapping for tensor {name}")
+        for our_name, part in ours.items():
+            if our_name not in aliases:
+                target = placement.storage(our_name)
+                assign(model, our_name, part.to(device=target, dtype=dtype).contiguous())
+        del tensor, ours  # one tensor at a time
+
+
+def assign(model: nn.Module, name: str, tensor: torch.Tensor) -> None:
+    """Replace parameter `name` (on meta) by `tensor`, keeping it a frozen nn.Parameter."""
+    module_name, _, leaf = name.rpartition(".")
+    module = model.get_submodule(module_name)
+    old = module._parameters[leaf]
+    if tuple(old.shape) != tuple(tensor.shape):  # check_tensors makes this unreachable
+        raise CheckpointError(f"{name}: shape {list(tensor.shape)}, expected {list(old.shape)}")
+    module._parameters[leaf] = nn.Parameter(tensor, requires_grad=False)
+
+
+def input_device(model: nn.Module) -> torch.device:
+    """Where token ids go: the placement's main device, else the embedding's device."""
+    placement = getattr(model, "placement", None)
+    return placement.main if placement is not None else model.embed_tokens.weight.device

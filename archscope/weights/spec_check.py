@@ -1,0 +1,112 @@
+"""The spec of a checkpoint folder, and the check that a given spec describes the same network.
+
+A preset and a config.json may spell one network differently (a `layers` override versus a
+top-level key, a default left out), so both sides are compared resolved: every key that shapes
+the network, per layer, with defaults filled in. The first differences are reported by key with
+both values, e.g. "attention.n_kv_heads: llama-3.2-1b has 8, the checkpoint's config.json has 4".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from archscope.errors import CheckpointError, InputError
+from archscope.spec import ModelSpec
+from archscope.spec.fields import to_mapping
+
+_NOT_NETWORK = ("name", "source", "extends", "layers", "attention", "ffn")
+
+
+def config_path(folder: str | Path) -> Path:
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        raise CheckpointError(f"{folder}: no config.json: an HF checkpoint folder holds its "
+                              f"config.json beside the weights")
+    return path
+
+
+def model_type(folder: str | Path) -> str:
+    """The config.json's model_type (it picks the weight-name table)."""
+    path = config_path(folder)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))["model_type"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{path}: cannot read model_type ({type(err).__name__}: {err})"
+                              ) from None
+
+
+def folder_spec(folder: str | Path) -> ModelSpec:
+    from archscope.spec import load_spec
+
+    return load_spec(config_path(folder))
+
+
+def check_same_network(given: ModelSpec, found: ModelSpec, where: str) -> None:
+    """InputError naming each differing key and both values, when the networks differ."""
+    ours, theirs = resolved(given), resolved(found)
+    common = min(given.n_layers, found.n_layers)  # extra layers: n_layers already differs
+    diffs: dict[str, list] = {}
+    for key in dict.fromkeys([*ours, *theirs]):
+        if key[1] is not None and key[1] >= common:
+            continue
+        a, b = ours.get(key), theirs.get(key)
+        if not _same(a, b):
+            name, layer = key
+            diffs.setdefault(name, []).append((layer, a, b))
+    if not diffs:
+        return
+    lines = [_describe(name, rows, given.name, common) for name, rows in diffs.items()]
+    shown = "; ".join(lines[:6]) + (f"; and {len(lines) - 6} more" if len(lines) > 6 else "")
+    raise InputError(f"{where} describes a different network than {given.name}: {shown}. "
+                     f"Give no model to use the checkpoint's own config, or fix the --set values")
+
+
+def _describe(name: str, rows: list, given: str, n_layers: int) -> str:
+    layer, a, b = rows[0]
+    at = ""
+    if layer is not None and len(rows) < n_layers:
+        at = f" (layer{'s' if len(rows) > 1 else ''} {', '.join(str(r[0]) for r in rows[:5])}" \
+             f"{', ...' if len(rows) > 5 else ''})"
+    return f"{name}{at}: {given} has {_show(a)}, the checkpoint's config.json has {_show(b)}"
+
+
+def _show(value) -> str:
+    return "nothing" if value is None else repr(value)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return (isinstance(a, (int, float)) and isinstance(b, (int, float))
+                and math.isclose(a, b, rel_tol=1e-9))
+    return a == b
+
+
+def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
+    """{(dotted key, layer index or None): value} of everything that shapes the network."""
+    top = {k: v for k, v in to_mapping(spec).items() if k not in _NOT_NETWORK}
+    top["norm"]["bias"] = spec.norm.has_bias
+    m = spec.mults
+    top["multipliers"] = {**to_mapping(m),
+                          "attention": m.attention or spec.attention.qk_head_dim ** -0.5}
+    out = {(k, None): v for k, v in _flat(top).items()}
+    for layer in spec.plan:
+        a, f = layer.attention, layer.ffn
+        parts = {"attention": {**to_mapping(a), "n_kv_heads": a.kv_heads,
+                               "out_bias": a.has_out_bias},
+                 "ffn": to_mapping(f)}
+        if f.kind == "moe":
+            parts["ffn"].update(n_shared_experts=f.shared_experts, router=to_mapping(f.routing))
+        out.update({(k, layer.index): v for k, v in _flat(parts).items()})
+    return out
+
+
+def _flat(mapping: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out

@@ -1,0 +1,78 @@
+"""Deep dives, diagrams, links and the profiles page."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from report_tables import IMAGE, LINK, MERMAID, generated_files, mermaid_problems
+
+from archscope.report.mermaid import block_diagram, model_diagram
+from archscope.report.dive_records import structure_groups
+from archscope.report.profiles import load_profiles, profiles_page
+from archscope.spec import load_spec, preset_names
+
+
+def test_every_preset_has_a_deep_dive_with_diagrams(regenerated):
+    for name in preset_names():
+        text = (regenerated / f"models/{name}.md").read_text()
+        blocks = MERMAID.findall(text)
+        assert len(blocks) >= 2, name  # the model and at least one block
+        for block in blocks:
+            assert mermaid_problems(block) == [], name
+        for heading in ("Configuration", "Per-layer structure", "Parameter breakdown",
+                        "KV cache", "FLOPs per token", "Memory"):
+            assert f"## {heading}" in text, (name, heading)
+
+
+def test_diagrams_follow_the_spec_kinds():
+    ds = load_spec("deepseek-v2")
+    dense, moe = block_diagram(ds, ds.plan[0]), block_diagram(ds, ds.plan[1])
+    assert "kv_a_proj_with_mqa" in dense and "latent c_KV 512" in dense
+    assert "gate_proj" in dense and "router" not in dense
+    assert "160 routed experts" in moe and "2 shared experts" in moe
+    gpt2 = load_spec("gpt2")
+    assert "LayerNorm with bias" in block_diagram(gpt2, gpt2.plan[0])
+    assert "embed_positions (learned)" in model_diagram(gpt2, structure_groups(gpt2))
+    llama = load_spec("llama-3.2-1b")
+    assert "tied: same matrix" in model_diagram(llama, structure_groups(llama))
+    assert "4 query heads share each KV head" in block_diagram(llama, llama.plan[0])
+    mistral = load_spec("mistral-7b-v0.1")
+    assert "sliding window 4,096" in block_diagram(mistral, mistral.plan[0])
+    post = llama.replace(norm=llama.norm.__class__("rmsnorm", 1e-5, "post"))
+    text = block_diagram(post, post.plan[0])
+    assert "add1 --> n1" in text and "n2 --> h_out" in text
+    assert mermaid_problems(text) == []
+
+
+@pytest.mark.parametrize("root_name", ["regenerated", "committed"])
+def test_links_and_images_resolve(regenerated, root_name):
+    from report_tables import COMMITTED
+
+    root = regenerated if root_name == "regenerated" else COMMITTED
+    for rel in sorted(generated_files(root)):
+        if not rel.endswith(".md"):
+            continue
+        page = root / rel
+        for target in IMAGE.findall(page.read_text()):
+            assert (page.parent / target).is_file(), (rel, target)
+        for target in LINK.findall(page.read_text()):
+            if "://" in target or "model_specs" in target:
+                continue
+            assert (page.parent / target).exists(), (rel, target)
+
+
+def test_profiles_page_tolerates_missing_keys(tmp_path):
+    (tmp_path / "estimates.json").write_text(json.dumps({"models": {}}))
+    assert load_profiles(tmp_path) == []
+    assert "No profile results yet" in profiles_page([])
+    (tmp_path / "profile-gpt2-cpu-fp32.json").write_text(json.dumps({
+        "model": "gpt2", "device": "cpu", "dtype": "fp32", "prefill_ms": 12.5,
+        "decode_tokens_per_s": 40.25, "kv_cache_bytes_measured": 2 ** 21,
+        "kv_cache_bytes_estimated": 2 ** 21, "cpu": "x86_64", "threads": 4}))
+    records = load_profiles(tmp_path)
+    assert [r["model"] for r in records] == ["gpt2"]
+    text = profiles_page(records)
+    assert "| gpt2" in text and "40.2" in text and "x86_64, 4 threads" in text
+    assert "1.000" in text  # measured / estimated
+    assert "—" in text  # the keys it lacks
