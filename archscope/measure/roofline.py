@@ -137,8 +137,10 @@ def calibrate(device: str = "cpu", dtype: str = "fp32", seconds: float = 0.3) ->
     """A profile of this machine from a short measured run (the best of repeats, like a peak).
 
     FLOP/s: square matmuls at `dtype`, the size doubled until one takes > 20 ms (CPU: at most
-    2048; CUDA: 8192). Bandwidth: copying a buffer much larger than the caches (CPU 256 MiB,
-    CUDA 1 GiB), counting bytes read + written.
+    2048; CUDA: 8192). Bandwidth: the fastest of three streaming kernels over a buffer much
+    larger than the caches (CPU 256 MiB, CUDA 1 GiB): a copy (bytes read + written; a CPU's
+    write-allocate traffic is not counted, so it reads low there), a sum (read only) and a
+    matrix-vector product at `dtype` (read only: the kernel a decode step is made of).
     """
     import torch
 
@@ -155,18 +157,33 @@ def calibrate(device: str = "cpu", dtype: str = "fp32", seconds: float = 0.3) ->
             break
         n *= 2
     flops = 2 * n ** 3 / _best(lambda: a @ a, dev, seconds)
-    size = (1 << 30 if dev.type == "cuda" else 256 << 20) // 4
-    src = torch.ones(size, device=dev)
-    dst = torch.empty_like(src)
-    bandwidth = 2 * src.numel() * 4 / _best(lambda: dst.copy_(src), dev, seconds)
-    del a, src, dst
+    del a
+    kernel, bandwidth = _bandwidth(dev, tdtype, seconds)
     sync(dev)
     if dev.type == "cuda":
         torch.cuda.empty_cache()  # hand the buffers back before the model is allocated
-    name = f"local-{dev.type}"
-    return Hardware(name, {canonical_dtype(dtype): flops}, bandwidth,
-                    f"measured: {n}x{n} {canonical_dtype(dtype)} matmul, "
-                    f"{size * 4 >> 20} MiB copy")
+    return Hardware(f"local-{dev.type}", {canonical_dtype(dtype): flops}, bandwidth,
+                    f"measured: {n}x{n} {canonical_dtype(dtype)} matmul; bandwidth of a {kernel}")
+
+
+def _bandwidth(dev, tdtype, seconds: float) -> tuple[str, float]:
+    """(kernel, bytes/s) of the fastest streaming kernel (see `calibrate`)."""
+    import torch
+
+    nbytes = 1 << 30 if dev.type == "cuda" else 256 << 20
+    src = torch.ones(nbytes // 4, device=dev)
+    dst = torch.empty_like(src)
+    rates = {"copy": 2 * nbytes / _best(lambda: dst.copy_(src), dev, seconds / 3),
+             "sum": nbytes / _best(lambda: src.sum(), dev, seconds / 3)}
+    del src, dst
+    item = torch.empty((), dtype=tdtype).element_size()
+    rows = nbytes // item // 4096
+    matrix = torch.ones(rows, 4096, device=dev, dtype=tdtype)
+    vector = torch.ones(4096, 1, device=dev, dtype=tdtype)
+    rates["matrix-vector product"] = rows * 4096 * item / _best(lambda: matrix @ vector, dev,
+                                                                 seconds / 3)
+    kernel = max(rates, key=rates.get)
+    return f"{nbytes >> 20} MiB {kernel}", rates[kernel]
 
 
 def _best(fn, dev, seconds: float) -> float:

@@ -327,6 +327,10 @@ def _to_deepseek_v2(s: ModelSpec) -> dict:
     if moe is None:
         return out
     r = moe.routing
+    if r.normalize:  # the original DeepSeek code honours norm_topk_prob; transformers' port does not
+        raise SpecError("transformers' DeepseekV2 never renormalises the top-k weights (it "
+                        "ignores norm_topk_prob), so normalize: true would build another model",
+                        key="ffn.router.normalize")
     return {**out, "n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.top_k,
             "moe_intermediate_size": moe.d_expert, "n_shared_experts": moe.shared_experts,
             "topk_method": r.method, "n_group": r.n_group, "topk_group": r.topk_group,

@@ -274,3 +274,14 @@ def test_published_deepseek_v2_lite_config_gives_the_preset(tmp_path):
     spec = load_spec(write(tmp_path / "DeepSeek-V2-Lite", DEEPSEEK_V2_LITE))
     preset = load_spec("deepseek-v2-lite")
     assert shape(spec, drop=("name", "source")) == shape(preset, drop=("extends", "name", "source"))
+
+
+def test_deepseek_export_refuses_renormalised_routing():
+    """transformers' DeepseekV2 ignores norm_topk_prob: exporting normalize: true would silently
+    build a model that routes differently (found by a logit mismatch in the profile tests)."""
+    from archscope.spec import load_spec
+
+    spec = load_spec("deepseek-v2-lite", ["ffn.router.normalize=true"])
+    with pytest.raises(SpecError, match="never renormalises") as info:
+        spec_to_hf_config(spec)
+    assert info.value.key == "ffn.router.normalize"
