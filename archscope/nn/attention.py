@@ -11,15 +11,16 @@ from archscope.nn.rope import apply_rope
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
 
-def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float):
+def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gqa: bool):
     """SDPA over q [B,H,T,D] and k/v [B,Hkv,S,D] for queries at positions start..start+T-1.
 
     Decides the mask: none for a single query over exactly its valid cache slots, `is_causal`
     for a plain prompt, an explicit causal/window mask otherwise. `start` may be a device
     tensor (a fixed-shape decode step reading every slot; `key_pos` then marks the valid ones).
+    `gqa`: k/v have fewer heads than q. A static flag from the module, not read off the shapes,
+    so that tracing (fvcore, torch.jit) sees a Python bool.
     """
     n_q = q.shape[2]
-    gqa = k.shape[1] != q.shape[1]
     if n_q == 1 and key_pos is None:
         return F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=gqa)
     if key_pos is None and window is None:
@@ -55,7 +56,8 @@ class GQAAttention(nn.Module):
         if cache is not None:
             kv, key_pos = cache.append({"k": k, "v": v}, start)
             k, v = kv["k"], kv["v"]
-        out = attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale)
+        out = attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale,
+                     gqa=self.n_kv_heads != self.n_heads)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
     def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:

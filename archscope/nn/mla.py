@@ -113,7 +113,8 @@ class MLAttention(nn.Module):
         k_rope = k_rope[:, None].expand(b, self.n_heads, s, self.rope_dim)
         q = torch.cat((q_nope, q_rope), dim=-1)
         k = torch.cat((k_nope, k_rope), dim=-1)
-        return attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale)
+        return attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale,
+                      gqa=False)
 
     def _absorbed(self, q_nope, q_rope, latent, k_rope, start, key_pos):
         """Attend on the latent itself: q_nope . (W_uk c) == (W_uk^T q_nope) . c, per head."""
@@ -123,7 +124,7 @@ class MLAttention(nn.Module):
         q = torch.cat((q_latent, q_rope), dim=-1)  # [B, H, T, kv_lora_rank + rope]
         k = torch.cat((latent, k_rope), dim=-1)[:, None]  # [B, 1, S, ...]: one shared "head"
         out_latent = attend(q, k, latent[:, None], start=start, key_pos=key_pos,
-                            window=self.window, scale=self.scale)
+                            window=self.window, scale=self.scale, gqa=True)
         return torch.einsum("bhtc,hvc->bhtv", out_latent, w_uv)
 
     def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:

@@ -20,6 +20,7 @@ from typing import Any
 
 from archscope.errors import SpecError
 from archscope.spec.fields import from_mapping, to_mapping
+from archscope.spec.resolved import differences
 from archscope.spec.schema import ModelSpec
 
 EXTRA_KEY = "archscope"
@@ -369,13 +370,10 @@ def spec_to_hf_config(spec: ModelSpec) -> dict:
     except SpecError as err:
         raise SpecError(f"cannot be written as transformers' {model_type} config ({arch}): "
                         f"{err.detail}", where=spec.name, key=err.key) from None
-    ours, theirs = _effective(spec), _effective(back)
-    for key, layer in dict.fromkeys([*ours, *theirs]):
-        if ours.get((key, layer)) != theirs.get((key, layer)):
-            at = "the model" if layer is None else f"layer {layer}"
-            raise SpecError(f"transformers' {model_type} config ({arch}) cannot express this: "
-                            f"{at} would get {theirs.get((key, layer))!r} instead of "
-                            f"{ours.get((key, layer))!r}", where=spec.name, key=key)
+    for key, layer, ours, theirs in differences(spec, back):
+        at = "the model" if layer is None else f"layer {layer}"
+        raise SpecError(f"transformers' {model_type} config ({arch}) cannot express this: "
+                        f"{at} would get {theirs!r} instead of {ours!r}", where=spec.name, key=key)
     cfg[EXTRA_KEY] = {"name": spec.name, "source": spec.source,
                       **_diff(_without(to_mapping(spec), "extends"), to_mapping(back))}
     return cfg
@@ -394,37 +392,6 @@ def write_hf_config(spec: ModelSpec, folder: str | Path) -> Path:
     finally:
         Path(tmp).unlink(missing_ok=True)
     return target
-
-
-def _effective(spec: ModelSpec) -> dict:
-    """What shapes the network, defaults resolved: {(dotted key, layer or None): value}."""
-    top = _without(to_mapping(spec), "name", "source", "extends", "layers", "attention", "ffn")
-    top["norm"]["bias"] = spec.norm.has_bias
-    m = spec.mults
-    top["multipliers"] = {**to_mapping(m),
-                          "attention": m.attention or 1 / math.sqrt(spec.attention.qk_head_dim)}
-    out = {(key, None): value for key, value in _flat(top).items()}
-    for layer in spec.plan:
-        a, f = layer.attention, layer.ffn
-        parts = {"attention": {**to_mapping(a), "n_kv_heads": a.kv_heads,
-                               "out_bias": a.has_out_bias}, "ffn": to_mapping(f)}
-        if f.kind == "moe":
-            router = to_mapping(f.routing)
-            if router["method"] == "greedy":  # the groups mean nothing then
-                router = _without(router, "n_group", "topk_group")
-            parts["ffn"].update(n_shared_experts=f.shared_experts, router=router)
-        out.update({(key, layer.index): value for key, value in _flat(parts).items()})
-    return out
-
-
-def _flat(mapping: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def _diff(ours: dict, theirs: dict) -> dict:

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from archscope.errors import CheckpointError, InputError
 from archscope.spec import ModelSpec
-from archscope.spec.fields import to_mapping
+from archscope.spec.resolved import resolved
 
-_NOT_NETWORK = ("name", "source", "extends", "layers", "attention", "ffn")
 
 
 def config_path(folder: str | Path) -> Path:
@@ -83,30 +82,3 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
-    """{(dotted key, layer index or None): value} of everything that shapes the network."""
-    top = {k: v for k, v in to_mapping(spec).items() if k not in _NOT_NETWORK}
-    top["norm"]["bias"] = spec.norm.has_bias
-    m = spec.mults
-    top["multipliers"] = {**to_mapping(m),
-                          "attention": m.attention or spec.attention.qk_head_dim ** -0.5}
-    out = {(k, None): v for k, v in _flat(top).items()}
-    for layer in spec.plan:
-        a, f = layer.attention, layer.ffn
-        parts = {"attention": {**to_mapping(a), "n_kv_heads": a.kv_heads,
-                               "out_bias": a.has_out_bias},
-                 "ffn": to_mapping(f)}
-        if f.kind == "moe":
-            parts["ffn"].update(n_shared_experts=f.shared_experts, router=to_mapping(f.routing))
-        out.update({(k, layer.index): v for k, v in _flat(parts).items()})
-    return out
-
-
-def _flat(mapping: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out

@@ -1,0 +1,63 @@
+"""Two more cross-checks against the built model, for a tiny variant of every preset:
+
+- KV bytes the cache actually holds after a real prefill (a window shorter than the prompt
+  keeps only the window; MLA keeps its latent and RoPE key) equal the analytic kv_cache_bytes;
+- fvcore's FLOP count (one multiply-add = one flop) x 2 equals the analytic count for the ops
+  fvcore supports. fvcore has no handle for scaled_dot_product_attention, so it skips the QK^T
+  and AV products; the test checks that it says so and compares the rest. fvcore also counts
+  LayerNorm, which archscope's matmul-only convention leaves out: only its matmul operators are
+  compared, and anything else it counts must be a norm.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from archscope.estimate import kv_cache_bytes, prefill_flops
+from archscope.spec import load_spec, preset_names
+
+torch = pytest.importorskip("torch")
+from archscope.nn import build_model  # noqa: E402
+
+BATCH, PROMPT = 2, 10
+MATMULS = ("linear", "matmul", "bmm", "einsum", "addmm", "mm")
+NORMS = {"layer_norm", "group_norm", "batch_norm"}
+
+
+def held_bytes(cache) -> int:
+    """Bytes of the slots that hold a token (a static cache is allocated larger than the prompt)."""
+    total = 0
+    for layer in cache.layers:
+        slot = sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
+        total += int((layer.positions >= 0).sum()) * slot
+    return total
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_cache_after_a_real_prefill_holds_the_estimate(name, tiny_variant):
+    spec = tiny_variant(load_spec(name))
+    model = build_model(spec)
+    cache = model.new_cache(BATCH, 4 * PROMPT)
+    with torch.no_grad():
+        model(torch.randint(0, spec.vocab_size, (BATCH, PROMPT)), cache)
+    assert held_bytes(cache) == kv_cache_bytes(spec, PROMPT, BATCH, "fp32")
+    if any(layer.window and layer.window < PROMPT for layer in spec.plan):
+        assert held_bytes(cache) < kv_cache_bytes(spec.replace(
+            attention={**spec.attention.__dict__, "window": None}), PROMPT, BATCH, "fp32")
+
+
+@pytest.mark.parametrize("name", [n for n in preset_names() if not load_spec(n).moe])
+def test_fvcore_counts_match_where_it_supports_the_ops(name, tiny_variant):
+    fvcore = pytest.importorskip("fvcore.nn")
+    spec = tiny_variant(load_spec(name))
+    model = build_model(spec)
+    ids = torch.randint(0, spec.vocab_size, (BATCH, PROMPT))
+    analysis = fvcore.FlopCountAnalysis(model, (ids,))
+    analysis.unsupported_ops_warnings(False).uncalled_modules_warnings(False)
+    by_op = analysis.by_operator()
+    counted = sum(by_op.pop(op, 0) for op in MATMULS)
+    assert set(by_op) <= NORMS, by_op
+    assert "aten::scaled_dot_product_attention" in analysis.unsupported_ops()
+    expected = prefill_flops(spec, PROMPT, BATCH, attention="full").by_component
+    without_scores = sum(v for k, v in expected.items() if k not in ("attention_qk", "attention_av"))
+    assert 2 * counted == without_scores
