@@ -129,11 +129,15 @@ def show(model, overrides, verify, dtype, fmt):
 @click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
 @_dtype_option("bf16")
 @_set_option
+@click.option("--attention-flops", type=click.Choice(["causal", "full"]), default="causal",
+              show_default=True,
+              help="Prefill attention FLOPs: the causal half, or the full square that dense "
+                   "kernels and torch.utils.flop_counter count.")
 @click.option("--verify", is_flag=True,
               help="Also count each model built on the meta device; exit 1 on any mismatch.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]),
               default="table", show_default=True)
-def compare(models, seq_len, batch, dtype, overrides, verify, fmt):
+def compare(models, seq_len, batch, dtype, overrides, attention_flops, verify, fmt):
     """Models side by side: parameters, KV cache, FLOPs and weights, from their specs.
 
     With no MODEL, every preset. A seq_len past a model's context is computed anyway and
@@ -150,7 +154,7 @@ def compare(models, seq_len, batch, dtype, overrides, verify, fmt):
     from archscope.spec import load_spec, preset_names
 
     specs = [load_spec(m, overrides) for m in (models or preset_names())]
-    records = [summary(spec, seq_len, batch, dtype) for spec in specs]
+    records = [summary(spec, seq_len, batch, dtype, attention_flops) for spec in specs]
     if verify:
         from archscope.measure.counted import counted_params
 

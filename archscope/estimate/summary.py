@@ -15,14 +15,16 @@ def _variants(spec: ModelSpec) -> str:
     return "+".join(dict.fromkeys(layer.attention.variant for layer in spec.plan))
 
 
-def summary(spec: ModelSpec, seq_len: int = 4096, batch: int = 1, dtype: str = "bf16") -> dict:
+def summary(spec: ModelSpec, seq_len: int = 4096, batch: int = 1, dtype: str = "bf16",
+            attention: str = "causal") -> dict:
     """Headline numbers at one context, batch and dtype. Every count is an int.
 
     - params_*: count_params (embedding = token embedding + learned positions).
     - kv_cache_bytes: the cache of `batch` sequences of `seq_len` tokens, stored in `dtype`.
     - flops_per_token: one decode step at context seq_len, for ONE sequence.
-    - prefill_flops: the causal forward over the whole prompt of seq_len tokens, for all
-      `batch` sequences (batch x the single-prompt figure), logits for every position.
+    - prefill_flops: the forward over the whole prompt of seq_len tokens, for all `batch`
+      sequences (batch x the single-prompt figure), logits for every position; causal by
+      default, `attention="full"` for the full square dense kernels compute.
     - training_flops_per_token: 3 x forward per token at seq_len (causal).
     - weights_bytes: total params at `dtype`.
     - inference_memory_bytes: weights + kv cache + activations of the prefill, all at `dtype`.
@@ -45,7 +47,8 @@ def summary(spec: ModelSpec, seq_len: int = 4096, batch: int = 1, dtype: str = "
         "kv_cache_bytes": cache.bytes,
         "kv_cache_bytes_per_token": cache.bytes_per_token,
         "flops_per_token": decode_flops(spec, seq_len).total,
-        "prefill_flops": prefill_flops(spec, seq_len, batch).total,
+        "prefill_flops": prefill_flops(spec, seq_len, batch, attention=attention).total,
+        "prefill_attention": attention,
         "training_flops_per_token": round(training_flops(spec, seq_len).per_token),
         "weights_bytes": weights,
         "inference_memory_bytes": weights + cache.bytes

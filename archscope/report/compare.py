@@ -41,8 +41,8 @@ def people_rows(records: list[dict]) -> list[dict]:
 def footnote(records: list[dict]) -> str:
     r = records[0]
     text = (f"seq_len {r['seq_len']:,}, batch {r['batch']}, {r['dtype']}. KV cache: batch x "
-            f"seq_len tokens; decode FLOPs: one new token at that context; prefill: causal, "
-            f"whole prompt; 1 MB = 10^6 bytes, 1 MiB = 2^20.")
+            f"seq_len tokens; decode FLOPs: one new token at that context; prefill: "
+            f"{r['prefill_attention']} attention, whole prompt; 1 MB = 10^6 bytes, 1 MiB = 2^20.")
     if any(x["exceeds_context"] for x in records):
         text += " * seq_len exceeds the model's context: computed as a what-if."
     return text

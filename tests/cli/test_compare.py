@@ -75,3 +75,15 @@ def test_verify_exits_1_when_counts_disagree(run_cli, monkeypatch):
     monkeypatch.setattr(counted, "counted_params", lambda spec: 1)
     code, _, err = run_cli("compare", "gpt2", "--verify", "--format", "json")
     assert code == 1 and "analytic parameters" in err
+
+
+def test_attention_flops_full_adds_the_masked_half(run_cli):
+    from archscope.estimate import prefill_flops
+
+    _, causal, _ = run_cli("compare", "llama-3.2-1b", "--seq-len", "128", "--format", "json")
+    _, full, _ = run_cli("compare", "llama-3.2-1b", "--seq-len", "128", "--attention-flops",
+                         "full", "--format", "json")
+    causal, full = json.loads(causal)[0], json.loads(full)[0]
+    spec = load_spec("llama-3.2-1b")
+    assert full["prefill_flops"] == prefill_flops(spec, 128, attention="full").total
+    assert causal["prefill_flops"] == prefill_flops(spec, 128).total < full["prefill_flops"]
