@@ -8,7 +8,7 @@ class InputError(Exception):
 class SpecError(InputError, ValueError):
     """A model spec that cannot be loaded or is inconsistent.
 
-    `where` names the file (or "--set", "config.json", ...) and `key` the dotted key at fault,
+    `where` names the file (or "overrides", "config.json", ...) and `key` the dotted key at fault,
     so every message reads "<where>: <key>: <what was expected>".
     """
 

@@ -1,7 +1,8 @@
 """Pure analytic estimators: functions of the spec alone (no torch, DESIGN.md sections 1 and 3).
 
 params: count_params; kv_cache: kv_cache, kv_cache_bytes; flops: decode_flops, prefill_flops,
-training_flops; memory: weights_bytes, inference_memory, max_context; summary: one flat record.
+training_flops; memory: weights_bytes, inference_memory, max_context; record: model_record,
+the one typed record of a model that every surface reads.
 Each module's docstring states its formula, its source and what it leaves out.
 """
 
@@ -15,7 +16,7 @@ from archscope.estimate.kv_cache import (KVCache, decompressed_elements_per_toke
 from archscope.estimate.memory import (InferenceMemory, activation_bytes, inference_memory,
                                        max_context, weights_bytes, weights_table)
 from archscope.estimate.params import ParamCount, count_params
-from archscope.estimate.summary import summary
+from archscope.estimate.record import ModelRecord, model_record
 
 __all__ = [
     "DTYPE_BYTES", "UnknownDtypeError", "canonical_dtype", "dtype_bytes", "nbytes",
@@ -26,5 +27,5 @@ __all__ = [
     "InferenceMemory", "activation_bytes", "inference_memory", "max_context", "weights_bytes",
     "weights_table",
     "ParamCount", "count_params",
-    "summary",
+    "ModelRecord", "model_record",
 ]

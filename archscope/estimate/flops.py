@@ -19,17 +19,19 @@ the built model (like transformers' forward) computes logits for all of them.
 
 MLA conventions (`mla=`). kv_b_proj's cost is in attention_proj; in a prefill every convention
 applies it (or its absorbed halves) once per token:
-- "naive" (default; what transformers' DeepseekV2 computes): kv_b_proj decompresses each
-  token's latent into per-head K (qk_nope + qk_rope) and V (v_head_dim), and attention runs per
-  head in that space. Exact for a prefill; for a decode step it is an implementation that keeps
-  the decompressed K/V (KVCache.decompressed_bytes).
+- "naive" (prefill default; what transformers' DeepseekV2 computes): kv_b_proj decompresses
+  each token's latent into per-head K (qk_nope + qk_rope) and V (v_head_dim), and attention
+  runs per head in that space. Exact for a prefill, which every implementation runs this way;
+  for a decode step it is an implementation that keeps the decompressed K/V
+  (KVCache.decompressed_bytes), which no MLA server does.
 - "recompute": the same, but the cache holds only the latent (KVCache.bytes), so a decode step
   re-decompresses every key it reads: kv_b_proj on min(N, window) keys instead of 1. This is
-  what transformers >= 5 and archscope's builder do when decoding with a cache.
-- "absorbed" (DeepSeek's inference form; the builder's `absorb`): kv_b_proj's key half is folded
-  into the query and its value half into the output (the same multiply-adds per token), and
-  attention runs on the latent: per head q/k dim kv_lora_rank + qk_rope_head_dim, v dim
-  kv_lora_rank.
+  what transformers >= 5 does when decoding with a cache (archscope's builder with
+  `nn.mla.set_mla_decode_form(model, "recompute")`).
+- "absorbed" (decode default: DeepSeek's inference form, what serving kernels run, and what the
+  builder's decode steps run): kv_b_proj's key half is folded into the query and its value half
+  into the output (the same multiply-adds per token), and attention runs on the 576-wide cached
+  latent: per head q/k dim kv_lora_rank + qk_rope_head_dim, v dim kv_lora_rank.
 
 Left out: norms, softmax, activations, RoPE, residual adds, biases, embedding lookups, the
 multipliers of Granite, MoE dispatch; and for MoE, load imbalance (exactly top_k experts per
@@ -42,11 +44,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 from archscope.errors import InputError
+from archscope.estimate.kv_cache import tokens_held
 from archscope.estimate.structure import head_parts, layer_parts
+from archscope.kinds import attention_kind
 from archscope.spec import AttentionSpec, ModelSpec
 
 AttentionFlops = Literal["causal", "full"]
 MLAFlops = Literal["naive", "recompute", "absorbed"]
+MLA_CONVENTIONS = ("absorbed", "recompute", "naive")
 COMPONENTS = ("attention_proj", "attention_qk", "attention_av", "ffn", "router", "lm_head")
 TRAINING_MULTIPLIER = 3
 
@@ -85,17 +90,15 @@ def _component(part_name: str) -> str:
 
 def _pair_dims(attn: AttentionSpec, mla: MLAFlops) -> tuple[int, int]:
     """Per head, the q/k and the v dimension that each query-key pair multiplies over."""
-    if attn.kind == "mla" and mla == "absorbed":
-        return attn.kv_lora_rank + attn.qk_rope_head_dim, attn.kv_lora_rank
-    return attn.qk_head_dim, attn.value_head_dim
+    return attention_kind(attn.kind).pair_dims(attn, mla)
 
 
 def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int],
              keys: Callable[[AttentionSpec], int], mla: MLAFlops) -> dict[str, int]:
     """Multiply-adds of one sequence: `tokens` new tokens, `pairs(attn)` query-key pairs per
     head, `keys(attn)` latents that MLA's kv_b_proj decompresses (or absorbs)."""
-    if mla not in ("naive", "recompute", "absorbed"):
-        raise InputError(f"mla must be 'naive', 'recompute' or 'absorbed', got {mla!r}")
+    if mla not in MLA_CONVENTIONS:
+        raise InputError(f"mla_flops must be one of {', '.join(MLA_CONVENTIONS)}, got {mla!r}")
     macs = dict.fromkeys(COMPONENTS, 0)
     for layer in spec.plan:
         attn = layer.attention
@@ -124,14 +127,14 @@ def _check(name: str, value: int) -> None:
 
 
 def decode_flops(spec: ModelSpec, context: int, batch: int = 1,
-                 mla: MLAFlops = "naive") -> FlopCount:
+                 mla: MLAFlops = "absorbed") -> FlopCount:
     """One decode step per sequence: a new token at position `context` (it reads `context` keys,
     itself included; window layers min(context, window)). `mla`: see the module doc."""
     _check("context", context)
     _check("batch", batch)
 
     def read(attn: AttentionSpec) -> int:
-        return min(context, attn.window) if attn.window else context
+        return tokens_held(attn, context)
 
     expanded = read if mla == "recompute" else (lambda attn: 1)
     macs = _forward(spec, 1, read, expanded, mla)

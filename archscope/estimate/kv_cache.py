@@ -3,7 +3,8 @@
 Per token per layer, in elements (numbers), what the model's own cache holds:
 - GQA (MHA, MQA): 2 * n_kv_heads * head_dim (one key and one value per KV head);
 - MLA: kv_lora_rank + qk_rope_head_dim (the compressed latent and the one RoPE key shared by
-  all heads; DeepSeek-V2 paper, section 2.1; transformers' DeepseekV2 caches exactly these).
+  all heads; DeepSeek-V2 paper, section 2.1; transformers' DeepseekV2 caches exactly these);
+each from the kind's entry in archscope/kinds.
 Beside it, two reference sizes for the same layers:
 - decompressed: what a naive MLA implementation stores after kv_b_proj,
   n_heads * (qk_nope + qk_rope) for K plus n_heads * v_head_dim for V (GQA: same as cached);
@@ -22,30 +23,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archscope.estimate.dtypes import canonical_dtype, nbytes
+from archscope.kinds import attention_kind
 from archscope.spec import AttentionSpec, ModelSpec
 
 
 def kv_elements_per_token(attn: AttentionSpec) -> int:
-    """Elements the cache holds per token for one layer."""
-    if attn.kind == "mla":
-        return attn.kv_lora_rank + attn.qk_rope_head_dim
-    return 2 * attn.n_kv_heads * attn.head_dim
+    """Elements the cache holds per token for one layer (its kind's entry says)."""
+    return attention_kind(attn.kind).cache_elements(attn)
 
 
 def decompressed_elements_per_token(attn: AttentionSpec) -> int:
     """Per token per layer after MLA's up-projection (GQA: nothing to decompress)."""
-    if attn.kind == "mla":
-        return mha_elements_per_token(attn)
-    return kv_elements_per_token(attn)
+    return attention_kind(attn.kind).decompressed_elements(attn)
 
 
 def mha_elements_per_token(attn: AttentionSpec) -> int:
-    """Per token per layer if every query head kept its own key and value."""
+    """Per token per layer if every query head kept its own key and value: the one stated
+    MHA-equivalent size (DeepSeek-V2's MLA layer: 128 * (192 + 128) = 40,960)."""
     return attn.n_heads * (attn.qk_head_dim + attn.value_head_dim)
 
 
 def tokens_held(attn: AttentionSpec, seq_len: int) -> int:
-    return min(seq_len, attn.window) if attn.window else seq_len
+    """Tokens a layer attends to and caches at context seq_len (AttentionSpec.tokens_held)."""
+    return attn.tokens_held(seq_len)
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class KVCache:
     elements_per_token: tuple[int, ...]  # per layer
     tokens_held: tuple[int, ...]  # per layer: seq_len, or the window when smaller
     bytes_per_layer: tuple[int, ...]  # batch x tokens held x elements, at dtype
+    mha_bytes_per_layer: tuple[int, ...]  # the same tokens, one K and V per query head
     bytes: int  # the whole cache
     decompressed_bytes: int  # the same tokens, stored decompressed (MLA; GQA: == bytes)
     mha_bytes: int  # the same tokens, one K and V per query head
@@ -85,10 +86,12 @@ def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16")
     attns = [layer.attention for layer in spec.plan]
     held = tuple(tokens_held(a, seq_len) for a in attns)
     elements = tuple(kv_elements_per_token(a) for a in attns)
+    mha = tuple(mha_elements_per_token(a) for a in attns)
     return KVCache(
         seq_len=seq_len, batch=batch, dtype=dtype,
         elements_per_token=elements, tokens_held=held,
         bytes_per_layer=tuple(nbytes(batch * t * e, dtype) for t, e in zip(held, elements)),
+        mha_bytes_per_layer=tuple(nbytes(batch * t * e, dtype) for t, e in zip(held, mha)),
         bytes=_cache_bytes(spec, seq_len, batch, dtype, kv_elements_per_token),
         decompressed_bytes=_cache_bytes(spec, seq_len, batch, dtype,
                                         decompressed_elements_per_token),

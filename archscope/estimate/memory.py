@@ -8,14 +8,16 @@
       batch * (tokens * (2 * d_model + widest layer) + logit positions * vocab_size)
   where 2 * d_model is the residual stream and the current sublayer's normed input; the widest
   layer is the widest of q + k + v + attention output (per-head K/V, MLA decompressed) and the
-  FFN hidden (mlp d_ff, swiglu 2 d_ff, MoE 2 d_expert (top_k + shared) + router logits);
+  FFN hidden (its kind's `activation_width`: mlp d_ff, swiglu 2 d_ff, MoE 2 d_expert (top_k +
+  shared) + router logits);
   the logits are those of the last position (what generation needs; transformers' generate
   asks for just those), or of every position with `all_logits=True` (a plain forward of the
   built model, as in profiling, or training without a fused loss).
   Left out: attention score matrices (a fused / flash kernel never stores them; an eager kernel
   adds batch * n_heads * tokens * N), the CUDA context, workspaces and allocator fragmentation.
-- dtypes: `dtype` prices the weights. int8/int4/fp8 quantise weights only: the cache and the
-  activations stay bf16 unless `kv_dtype` says otherwise; a float dtype prices all three.
+- dtypes: `dtype` prices the weights; `kv_dtype` the cache (default: the compute dtype);
+  activations are always in the compute dtype: the weight dtype when it is 16 bits or wider,
+  else bf16 (int8/int4/fp8 are weight-only formats).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from archscope.errors import InputError
 from archscope.estimate.dtypes import WEIGHT_DTYPES, canonical_dtype, dtype_bits, nbytes
 from archscope.estimate.kv_cache import decompressed_elements_per_token, kv_cache_bytes
 from archscope.estimate.params import count_params
-from archscope.spec import FFNSpec, LayerPlan, ModelSpec
+from archscope.kinds import ffn_kind
+from archscope.spec import LayerPlan, ModelSpec
 
 
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
@@ -45,18 +48,10 @@ def compute_dtype(dtype: str) -> str:
     return dtype if dtype_bits(dtype) >= 16 else "bf16"
 
 
-def _ffn_width(ffn: FFNSpec) -> int:
-    if ffn.kind == "mlp":
-        return ffn.d_ff
-    if ffn.kind == "swiglu":
-        return 2 * ffn.d_ff
-    return 2 * ffn.d_expert * (ffn.top_k + ffn.shared_experts) + ffn.n_experts
-
-
 def _layer_width(layer: LayerPlan) -> int:
     attn = layer.attention
     q_and_out = attn.n_heads * (attn.qk_head_dim + attn.value_head_dim)
-    return max(q_and_out + decompressed_elements_per_token(attn), _ffn_width(layer.ffn))
+    return max(q_and_out + decompressed_elements_per_token(attn), ffn_kind(layer.ffn.kind).activation_width(layer.ffn))
 
 
 def activation_bytes(spec: ModelSpec, tokens: int, batch: int = 1, dtype: str = "bf16",
@@ -72,7 +67,7 @@ class InferenceMemory:
     seq_len: int
     batch: int
     dtype: str  # weights
-    kv_dtype: str  # cache and activations
+    kv_dtype: str  # cache (activations: compute_dtype(dtype))
     weights: int
     kv_cache: int
     activations: int
@@ -97,7 +92,8 @@ def _memory(spec: ModelSpec, seq_len: int, batch: int, dtype: str, kv_dtype: str
     tokens = min(seq_len, prefill_chunk) if prefill_chunk else seq_len
     return InferenceMemory(seq_len, batch, dtype, kv_dtype, weights,
                            kv_cache=kv_cache_bytes(spec, seq_len, batch, kv_dtype),
-                           activations=activation_bytes(spec, tokens, batch, kv_dtype, all_logits))
+                           activations=activation_bytes(spec, tokens, batch, compute_dtype(dtype),
+                                                        all_logits))
 
 
 # Uncapped searches stop here (2^40 tokens): with every layer windowed and a chunked prefill,

@@ -40,6 +40,7 @@ class ParamCount:
     active: int
     embedding: int
     breakdown: dict[str, int] = field(default_factory=dict)  # key -> params, in group order
+    tied_head: int = 0  # lm_head weights that tying shares with the embedding (counted once)
 
     @property
     def non_embedding(self) -> int:
@@ -61,7 +62,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         total=sum(p.params * p.copies for p in parts),
         active=sum(p.params * p.active for p in parts),
         embedding=sum(p.params for p in parts if group_of(p.name) == "embedding"),
-        breakdown=_breakdown(parts))
+        breakdown=_breakdown(parts),
+        tied_head=spec.vocab_size * spec.d_model if spec.tie_embeddings else 0)
 
 
 def _breakdown(parts: list[Part]) -> dict[str, int]:

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import torch
 
+from archscope.devices import available_bytes, resolve_device  # noqa: F401 (profile imports it)
 from archscope.errors import InputError
 from archscope.estimate import inference_memory
 from archscope.estimate.memory import activation_bytes
-from archscope.measure.resources import available_bytes
 from archscope.spec import ModelSpec
 
 
@@ -29,6 +29,13 @@ class ProfileOptions:
     hardware: str = "auto"  # auto, local, or a preset name (h200, h100, a100)
     seed: int = 0
     weights: str | None = None  # an HF checkpoint folder; None: random-init
+    # The key=value what-ifs (spec overrides), exactly as given and in order. The spec passed
+    # to `profile` already has them applied; they are only recorded, so a run of a variant says
+    # it is one.
+    overrides: tuple[str, ...] = ()
+    # The MLA decode form the builder runs and the roofline counts: absorbed or recompute (its
+    # cache holds only the latent, so the `naive` convention has nothing to run).
+    mla_flops: str = "absorbed"
 
     @property
     def context(self) -> int:
@@ -41,35 +48,21 @@ def check_options(spec: ModelSpec, o: ProfileOptions) -> None:
                         ("warmup", 1)):
         value = getattr(o, name)
         if not isinstance(value, int) or value < least:
-            raise InputError(f"--{name.replace('_', '-')} must be an integer >= {least}, got "
-                             f"{value!r}" + (" (decode speed needs a token after the first)"
-                                             if name == "new_tokens" else ""))
+            raise InputError(f"{name} must be an integer >= {least}, got {value!r}"
+                             + (" (decode speed needs a token after the first)"
+                                if name == "new_tokens" else ""))
     if o.context > spec.max_seq_len:
         raise InputError(f"prompt ({o.prompt_len}) + new tokens ({o.new_tokens}) = {o.context} "
                          f"exceeds {spec.name}'s max_seq_len {spec.max_seq_len}")
     if o.hf_cache not in ("dynamic", "static"):
-        raise InputError(f"--hf-cache must be dynamic or static, got {o.hf_cache!r}")
-
-
-def resolve_device(name: str) -> torch.device:
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise InputError(f"--device {name!r}: expected cpu or cuda (cuda:N)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-        raise InputError(f"--device {name}: no CUDA device is available here (torch "
-                         f"{torch.__version__}, {build}); use --device cpu")
-    if device.type not in ("cpu", "cuda"):
-        raise InputError(f"--device {name!r}: expected cpu or cuda")
-    return device
+        raise InputError(f"hf_cache must be 'dynamic' or 'static', got {o.hf_cache!r}")
 
 
 def memory_needed(spec: ModelSpec, o: ProfileOptions) -> dict[str, int]:
     """The estimator's bytes for this run, by part.
 
     archscope: weights + cache of prompt+new tokens + the activations of the prefill (its
-    logits for the last position only). With --compare-hf, transformers shares the weights but
+    logits for the last position only). With compare_hf, transformers shares the weights but
     adds its own cache and activations, and the logit comparison holds both models' logits for
     every prompt position (plus their difference).
     """
@@ -94,6 +87,6 @@ def check_fits(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> dict
         raise InputError(
             f"{spec.name} will not fit: the run needs about {total / 1e9:,.2f} GB ({parts}) but "
             f"only {free / 1e9:,.2f} GB of {where} is free on {device}. Nothing was allocated. "
-            f"Shrink it with a smaller --batch, --prompt-len or --new-tokens, a 16-bit --dtype, "
-            f"or fewer layers (--set n_layers=2).")
+            f"Shrink it with a smaller batch, prompt_len or new_tokens, a 16-bit dtype, or fewer "
+            f"layers (the override n_layers=2).")
     return need

@@ -8,7 +8,9 @@ up to the first token: time to first token) and the decode (the new_tokens - 1 s
 Decode tokens/s counts every sequence of the batch: batch * (new_tokens - 1) / decode seconds.
 Medians over the repeats, with min, max and interquartile range beside them. With --compare-hf
 the repeats of the two models alternate, so drifts of a shared machine hit both alike.
-The library returns a plain dict; the CLI renders and saves it.
+The record names the model as its spec does (`model`) and the `--set` what-ifs the run applied
+to it (`overrides`, the exact `key=value` strings in the order given; empty for the preset as
+shipped). The library returns a plain dict; the CLI renders and saves it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Callable
 
 import torch
 
-from archscope.estimate import kv_cache_bytes, weights_bytes
+from archscope.estimate import model_record
 from archscope.measure import reference, roofline
 from archscope.measure.generate import Step, decode, eager_step, greedy, prefill
 from archscope.measure.preflight import (ProfileOptions, check_fits, check_options,
@@ -29,6 +31,7 @@ from archscope.measure.resources import PeakMemory
 from archscope.measure.timing import Stats, sync, to_torch_dtype
 from archscope.nn.build import build_model
 from archscope.nn.cache import KVCache
+from archscope.nn.mla import set_mla_decode_form
 from archscope.nn.model import DecoderLM
 from archscope.spec import ModelSpec
 
@@ -78,9 +81,11 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
 
     timings = _timings(ours, o)
     record = {
-        "model": run.spec.name, "device": str(device), "dtype": o.dtype, "weights": run.weights,
+        "model": run.spec.name, "overrides": list(o.overrides),  # the --set what-ifs, as given
+        "device": str(device), "dtype": o.dtype, "weights": run.weights,
         "batch": o.batch, "prompt_len": o.prompt_len, "new_tokens": o.new_tokens,
         "repeats": o.repeats, "warmup": o.warmup, "decode_step": run.step_kind,
+        "mla_flops": o.mla_flops,
         **timings,
         "peak_memory_bytes": peak_bytes, "peak_memory_method": peak.method,
         "estimated_memory_bytes": sum(needed[k] for k in ("weights", "kv_cache", "activations")),
@@ -125,22 +130,28 @@ def _prepare_hf(run: Run, o: ProfileOptions, tick):
 
 
 def _sizes(run: Run, o: ProfileOptions) -> dict:
+    """Measured sizes beside the record's (weights and cache both in the run's dtype)."""
+    record = model_record(run.spec, o.context, batch=o.batch, weight_dtype=o.dtype,
+                          cache_dtype=o.dtype, mla_flops=o.mla_flops)
     return {"weights_bytes_measured": sum(p.numel() * p.element_size()
                                           for p in run.model.parameters()),
-            "weights_bytes_estimated": weights_bytes(run.spec, o.dtype),
+            "weights_bytes_estimated": record.weights_bytes,
             "kv_cache_len": o.context,
             "kv_cache_bytes_measured": run.cache.nbytes(),
-            "kv_cache_bytes_estimated": kv_cache_bytes(run.spec, o.context, o.batch, o.dtype)}
+            "kv_cache_bytes_estimated": record.at(o.context).cache.bytes}
 
 
 def _model(spec: ModelSpec, o: ProfileOptions, device: torch.device, dtype: torch.dtype):
     """(model, spec, weights label): random-init, or the checkpoint checked against `spec`."""
     if o.weights is None:
-        return build_model(spec, device, dtype, o.seed), spec, "random-init"
-    from archscope.weights.loader import load_checkpoint
+        model, weights = build_model(spec, device, dtype, o.seed), "random-init"
+    else:
+        from archscope.weights.loader import load_checkpoint
 
-    model, spec = load_checkpoint(o.weights, spec, str(device), dtype)
-    return model, spec, str(o.weights)
+        model, spec = load_checkpoint(o.weights, spec, str(device), dtype)
+        weights = str(o.weights)
+    set_mla_decode_form(model, o.mla_flops)  # decode what the record's FLOPs count
+    return model, spec, weights
 
 
 @torch.inference_mode()
@@ -195,8 +206,10 @@ def _hardware(name: str, device: torch.device, local: roofline.Hardware) -> roof
 def _predictions(spec, o: ProfileOptions, hw, local, measured: float) -> dict:
     """The roofline on `hw`, and the bandwidth limit on this machine's measured bandwidth."""
     pre = roofline.predict_prefill(spec, hw, o.prompt_len, o.batch, o.dtype)
-    dec = roofline.predict_decode(spec, hw, o.prompt_len, o.new_tokens, o.batch, o.dtype)
-    limit = roofline.predict_decode(spec, local, o.prompt_len, o.new_tokens, o.batch, o.dtype)
+    dec = roofline.predict_decode(spec, hw, o.prompt_len, o.new_tokens, o.batch, o.dtype,
+                                  o.mla_flops)
+    limit = roofline.predict_decode(spec, local, o.prompt_len, o.new_tokens, o.batch, o.dtype,
+                                    o.mla_flops)
     per_step = dec.extra["bytes_per_step"]
     bandwidth_limit = o.batch * local.bandwidth / per_step
     return {

@@ -1,4 +1,5 @@
-"""Memory on the running machine: what is free before allocating, and the peak while running.
+"""Memory on the running machine: the peak while running. (What is free before allocating is
+`archscope.devices.available_bytes`, shared with weights.placement.)
 
 Peak on CUDA is torch.cuda.max_memory_allocated (tensors only; the CUDA context and the
 allocator's cached blocks are not in it). CPU has no allocator statistics, so the peak is the
@@ -16,25 +17,6 @@ import torch
 
 STATUS = Path("/proc/self/status")
 CLEAR_REFS = Path("/proc/self/clear_refs")
-
-
-def available_bytes(device: torch.device) -> int | None:
-    """Free memory now: CUDA free device memory; CPU MemAvailable (psutil or /proc/meminfo)."""
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except ImportError:
-        pass
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 def _status_kib(key: str) -> int | None:

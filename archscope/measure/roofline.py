@@ -115,14 +115,15 @@ def predict_prefill(spec: ModelSpec, hw: Hardware, prompt_len: int, batch: int,
 
 
 def predict_decode(spec: ModelSpec, hw: Hardware, prompt_len: int, new_tokens: int,
-                   batch: int, dtype: str) -> Prediction:
-    """The T-1 decode steps after a prompt; extra['tokens_per_s'] = B*(T-1) / their time."""
+                   batch: int, dtype: str, mla_flops: str = "absorbed") -> Prediction:
+    """The T-1 decode steps after a prompt; extra['tokens_per_s'] = B*(T-1) / their time.
+    `mla_flops`: the MLA decode convention the model runs (estimate/flops.py)."""
     steps = range(prompt_len + 1, prompt_len + new_tokens)
     weights = weights_read_bytes(spec, dtype, batch)
     flops = moved = 0
     seconds = compute = memory = 0.0
     for context in steps:
-        step_flops = decode_flops(spec, context, batch).total
+        step_flops = decode_flops(spec, context, batch, mla=mla_flops).total
         step_bytes = weights + kv_cache_bytes(spec, context, batch, dtype)
         c, m = step_flops / hw.peak_flops(dtype), step_bytes / hw.bandwidth
         flops, moved = flops + step_flops, moved + step_bytes

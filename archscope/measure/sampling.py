@@ -18,11 +18,11 @@ def make_sampler(temperature: float = 0.0, top_k: int | None = None, top_p: floa
                  seed: int | None = None) -> NextToken:
     """Greedy when temperature is 0; otherwise a seeded sampler (InputError on bad values)."""
     if temperature < 0:
-        raise InputError(f"--temperature must be >= 0, got {temperature}")
+        raise InputError(f"temperature must be >= 0, got {temperature!r}")
     if top_k is not None and top_k < 1:
-        raise InputError(f"--top-k must be >= 1, got {top_k}")
+        raise InputError(f"top_k must be >= 1, got {top_k!r}")
     if top_p is not None and not 0 < top_p <= 1:
-        raise InputError(f"--top-p must be in (0, 1], got {top_p}")
+        raise InputError(f"top_p must be in (0, 1], got {top_p!r}")
     if temperature == 0:
         return greedy
     generators: dict = {}

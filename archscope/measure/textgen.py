@@ -31,7 +31,7 @@ class TokenStream:
             raise InputError(f"the prompt has {prompt.shape[1]} tokens; {model.spec.name} "
                              f"holds at most {context}")
         if max_new_tokens < 1:
-            raise InputError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+            raise InputError(f"max_new_tokens must be >= 1, got {max_new_tokens!r}")
         self.model, self.prompt, self.next_token = model, prompt, next_token
         self.limit = min(max_new_tokens, context - prompt.shape[1])
         self.context_bound = self.limit < max_new_tokens

@@ -37,6 +37,7 @@ class GQAAttention(nn.Module):
         super().__init__()
         d, h, hkv, hd = spec.d_model, attn.n_heads, attn.n_kv_heads, attn.head_dim
         self.n_heads, self.n_kv_heads, self.head_dim, self.window = h, hkv, hd, attn.window
+        self.tokens_held = attn.tokens_held  # the window cap: the cache holds no more
         self.q_proj = nn.Linear(d, h * hd, bias=attn.bias)
         self.k_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
         self.v_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
@@ -61,7 +62,7 @@ class GQAAttention(nn.Module):
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
     def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:
-        capacity = min(max_len, self.window) if self.window else max_len
+        capacity = self.tokens_held(max_len)
         shape = (batch, self.n_kv_heads, self.head_dim)
         return LayerCache({"k": shape, "v": shape}, seq_dim=2, capacity=capacity,
                           device=device, dtype=dtype)

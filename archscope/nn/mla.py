@@ -1,18 +1,35 @@
 """Multi-head latent attention (DeepSeek-V2, section 2.1), caching only the latent.
 
 Per token, `kv_a_proj_with_mqa` makes a latent of `kv_lora_rank` (RMS-normalised) plus one
-RoPE key of `qk_rope_head_dim` shared by all heads. Only those two go into the cache: 576
-values per token per layer for DeepSeek-V2, against 2 * 128 * 192 = 49,152 decompressed ones.
-At attention time `kv_b_proj` decompresses the cached latent into per-head no-RoPE keys and
-values. Queries come from a low-rank path (`q_a_proj`, its RMSNorm, `q_b_proj`) or, when
-`q_lora_rank` is null (DeepSeek-V2-Lite), a plain `q_proj`.
+RoPE key of `qk_rope_head_dim` shared by all heads. Only those two go into the cache: 512 + 64 =
+576 values per token per layer for DeepSeek-V2, against the MHA-equivalent
+n_heads * (qk_nope + qk_rope + v_head_dim) = 128 * (192 + 128) = 40,960 (keys 192 wide, values
+128 wide; archscope.estimate.kv_cache.mha_elements_per_token). `kv_b_proj` maps a latent to the
+per-head no-RoPE keys and values. Queries come from a low-rank path (`q_a_proj`, its RMSNorm,
+`q_b_proj`) or, when `q_lora_rank` is null (DeepSeek-V2-Lite), a plain `q_proj`.
 
-Two equivalent ways to attend, chosen by `absorb`:
-- naive (default; the reference, as transformers computes it): up-project every cached latent
-  through kv_b_proj, then ordinary multi-head attention over [k_nope, k_rope] and v;
-- absorbed: fold kv_b_proj's key half into the query and its value half into the output, so
-  attention runs directly on the latent as multi-query attention with one "head" of
-  kv_lora_rank + qk_rope_head_dim. Fewer FLOPs per decode step on long caches; same result.
+Two equivalent ways to attend (same logits up to rounding):
+- decompress (`_naive`; what transformers' DeepseekV2Attention computes): up-project every held
+  latent through kv_b_proj, then ordinary multi-head attention over [k_nope, k_rope] and v;
+- absorbed (`_absorbed`; DeepSeek's inference form): fold kv_b_proj's key half into the query
+  and its value half into the output, so attention runs directly on the latent as multi-query
+  attention with one "head" of kv_lora_rank + qk_rope_head_dim (values kv_lora_rank wide).
+
+Which one runs is decided per call by the position it starts at and `decode_form`:
+- a call into an empty cache or with no cache (start == 0: a prefill, a plain forward) always
+  decompresses. Over a prompt of T tokens kv_b_proj runs once per token either way, while the
+  absorbed form would multiply every one of the T^2 query-key pairs over kv_lora_rank +
+  qk_rope_head_dim instead of qk_nope + qk_rope per head (and kv_lora_rank instead of
+  v_head_dim), which is why serving implementations decompress for a prefill; it is also
+  exactly transformers' computation;
+- a call with tokens already cached (start > 0: decode steps, a chunked continuation) uses the
+  absorbed form when `decode_form == "absorbed"` (the default: what serving kernels run in
+  decode, and archscope.estimate's decode_flops(mla="absorbed")), and decompresses every held
+  latent again when it is "recompute" (transformers' decode over its latent-only cache:
+  decode_flops(mla="recompute")). A decode step whose position is a device tensor
+  (KVCache.keep_length_on_device: captured or compiled single-token steps) counts as start > 0:
+  the host does not read the position.
+Set the form on a whole built model with `set_mla_decode_form(model, form)`.
 
 Conventions that follow transformers' DeepseekV2Attention (and DeepSeek's reference code):
 - RoPE rotates interleaved pairs (x0, x1), (x2, x3), ... not the half-split pairs of Llama;
@@ -29,6 +46,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from archscope.errors import InputError
 from archscope.nn.attention import attend
 from archscope.nn.cache import LayerCache
 from archscope.nn.norms import RMSNorm
@@ -36,6 +54,7 @@ from archscope.nn.rope import _yarn_mscale
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
 LATENT_NORM_EPS = 1e-6  # transformers/DeepSeek build both latent RMSNorms with the default eps
+DECODE_FORMS = ("absorbed", "recompute")  # MLAttention.decode_form; the first is the default
 
 
 def apply_rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -66,6 +85,7 @@ class MLAttention(nn.Module):
         super().__init__()
         d, h = spec.d_model, attn.n_heads
         self.n_heads, self.window = h, attn.window
+        self.tokens_held = attn.tokens_held  # the window cap: the cache holds no more
         self.nope, self.rope_dim = attn.qk_nope_head_dim, attn.qk_rope_head_dim
         self.v_dim = attn.v_head_dim
         self.latent = attn.kv_lora_rank
@@ -81,7 +101,7 @@ class MLAttention(nn.Module):
         self.kv_b_proj = nn.Linear(self.latent, h * (self.nope + self.v_dim), bias=False)
         self.o_proj = nn.Linear(h * self.v_dim, d, bias=attn.has_out_bias)
         self.scale = softmax_scale(spec, attn)
-        self.absorb = False  # see the module docstring; both give the same logits
+        self.decode_form: str = DECODE_FORMS[0]  # for start > 0 only; see the module docstring
 
     def query(self, x):
         if self.low_rank_query:
@@ -101,9 +121,19 @@ class MLAttention(nn.Module):
         if cache is not None:
             held, key_pos = cache.append({"latent": latent, "k_rope": k_rope}, start)
             latent, k_rope = held["latent"], held["k_rope"]
-        attention = self._absorbed if self.absorb else self._naive
+        attention = self._absorbed if self.absorbs_at(start) else self._naive
         out = attention(q_nope, q_rope, latent, k_rope, start, key_pos)  # [B, H, T, v]
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+    def absorbs_at(self, start) -> bool:
+        """Whether a call starting at position `start` attends on the latent (module docstring):
+        never into an empty cache (start == 0); with tokens cached, as decode_form says."""
+        if self.decode_form not in DECODE_FORMS:
+            raise InputError(f"decode_form must be one of {', '.join(map(repr, DECODE_FORMS))}, "
+                             f"got {self.decode_form!r}")
+        if self.decode_form != "absorbed":
+            return False
+        return isinstance(start, torch.Tensor) or start > 0
 
     def _naive(self, q_nope, q_rope, latent, k_rope, start, key_pos):
         """Decompress every held latent into per-head keys and values, then plain MHA."""
@@ -129,6 +159,20 @@ class MLAttention(nn.Module):
 
     def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:
         """Latent and RoPE key only: (kv_lora_rank + qk_rope_head_dim) values per token."""
-        capacity = min(max_len, self.window) if self.window else max_len
+        capacity = self.tokens_held(max_len)
         return LayerCache({"latent": (batch, self.latent), "k_rope": (batch, self.rope_dim)},
                           seq_dim=1, capacity=capacity, device=device, dtype=dtype)
+
+
+def set_mla_decode_form(model: nn.Module, form: str) -> int:
+    """Set `decode_form` ("absorbed" or "recompute") on every MLA layer of a built model.
+
+    Returns how many MLA layers were set (0 for a model without MLA: nothing to change).
+    A prefill (start == 0) decompresses whatever the form; see the module docstring.
+    """
+    if form not in DECODE_FORMS:
+        raise InputError(f"form must be one of {', '.join(map(repr, DECODE_FORMS))}, got {form!r}")
+    layers = [m for m in model.modules() if isinstance(m, MLAttention)]
+    for module in layers:
+        module.decode_form = form
+    return len(layers)

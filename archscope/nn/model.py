@@ -12,7 +12,7 @@ from torch import nn
 
 from archscope.nn.cache import KVCache
 from archscope.nn.norms import make_norm
-from archscope.nn.registry import ATTENTION, FFN, lookup
+from archscope.nn.registry import attention_module, ffn_module
 from archscope.nn.rope import RotaryEmbedding
 from archscope.spec.schema import LayerPlan, ModelSpec
 
@@ -23,9 +23,9 @@ class Block(nn.Module):
     def __init__(self, spec: ModelSpec, layer: LayerPlan):
         super().__init__()
         self.input_layernorm = make_norm(spec.norm, spec.d_model)
-        self.self_attn = lookup(ATTENTION, layer.attention.kind, "attention")(spec, layer.attention)
+        self.self_attn = attention_module(spec, layer.attention)
         self.post_attention_layernorm = make_norm(spec.norm, spec.d_model)
-        self.mlp = lookup(FFN, layer.ffn.kind, "ffn")(spec, layer.ffn)
+        self.mlp = ffn_module(spec, layer.ffn)
         self.residual_scale = spec.mults.residual
         self.pre_norm = spec.norm.position == "pre"
 
@@ -45,8 +45,7 @@ def _embedding(n: int, d: int) -> nn.Embedding:
 
 
 def rotary_dim(spec: ModelSpec) -> int:
-    attn = spec.attention
-    return attn.qk_rope_head_dim if attn.kind == "mla" else attn.head_dim
+    return spec.attention.rotary_dim
 
 
 class DecoderLM(nn.Module):

@@ -1,40 +1,17 @@
-"""Components by `kind`: the builder looks up each layer's parts here and never branches on names.
-
-Each entry is a factory `(spec, component_spec) -> nn.Module`. Other modules add kinds with
-`register`; an unknown kind is an error that lists the valid ones.
-"""
+"""Components by `kind`: the builder asks each kind's entry (archscope.kinds) for its module and
+never branches on names. An unknown kind is an error that lists the valid ones."""
 
 from __future__ import annotations
 
-from archscope.errors import SpecError
+from torch import nn
 
-ATTENTION: dict = {}
-FFN: dict = {}
-
-
-def register(table: dict, kind: str, factory) -> None:
-    table[kind] = factory
+from archscope.kinds import attention_kind, ffn_kind
+from archscope.spec.schema import AttentionSpec, FFNSpec, ModelSpec
 
 
-def lookup(table: dict, kind: str, what: str):
-    try:
-        return table[kind]
-    except KeyError:
-        raise SpecError(f"no builder for {what} kind '{kind}'; available: {', '.join(sorted(table))}",
-                        key=f"{what}.kind") from None
+def attention_module(spec: ModelSpec, attn: AttentionSpec) -> nn.Module:
+    return attention_kind(attn.kind).factory()(spec, attn)
 
 
-def _register_builtin() -> None:
-    from archscope.nn import ffn
-    from archscope.nn.attention import GQAAttention
-    from archscope.nn.mla import MLAttention
-    from archscope.nn.moe import MoE
-
-    register(ATTENTION, "gqa", GQAAttention)
-    register(ATTENTION, "mla", MLAttention)
-    register(FFN, "mlp", ffn.mlp)
-    register(FFN, "swiglu", ffn.swiglu)
-    register(FFN, "moe", MoE)
-
-
-_register_builtin()
+def ffn_module(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
+    return ffn_kind(ffn.kind).factory()(spec, ffn)

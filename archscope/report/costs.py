@@ -1,32 +1,46 @@
-"""One model's computed costs as JSON-ready records: parameters, KV cache, FLOPs, memory.
+"""One model's computed costs as JSON-ready records, read off its ModelRecord (estimate/record.py).
 
-The conventions are the estimators' (DESIGN.md section 3) and are stated once in CONVENTIONS,
-which the reports print under their tables.
+Nothing is computed here: every number is a field of the record; this module only picks the
+contexts each surface shows and lays the fields out for the pages, `show` and estimates.json.
+The conventions are the record's and are stated once in `conventions_text`, which the pages
+print under their tables.
 """
 
 from __future__ import annotations
 
-from archscope.estimate import (count_params, decode_flops, kv_cache, kv_elements_per_token,
-                                mha_elements_per_token, nbytes, prefill_flops, weights_table)
-from archscope.estimate.kv_cache import tokens_held
-from archscope.report.records import distinct, layers_text
+from archscope.estimate import ModelRecord, model_record
+from archscope.estimate.record import AtContext
+from archscope.report.records import layers_text
 from archscope.spec.schema import ModelSpec
 
-CACHE_DTYPE = "fp16"  # the documents' tables are in fp16 (bf16 has the same size)
-TABLE_LENGTHS = (1024, 4096)  # the documents' KV-cache contexts
-MLA_CONVENTIONS = ("naive", "recompute", "absorbed")
+REPORT_DTYPE = "fp16"  # the documents' tables are in fp16 (bf16 has the same size)
+TABLE_LENGTHS = (1024, 4096)  # the documents' KV-cache and FLOPs contexts
+DIVE_LENGTHS = (512, 1024, 4096, 8192, 32768, 131072)
+SHOW_LENGTHS = (1024, 4096, 32768)
 
-CONVENTIONS = {
-    "params": "unique tensors: a tied lm_head counts once; active = top_k routed + shared "
-              "experts, everything else whole; embedding = token embedding + learned positions",
-    "kv_cache": "elements per token per layer: GQA 2 x n_kv_heads x head_dim; MLA kv_lora_rank "
-                "+ qk_rope_head_dim; sliding-window layers hold at most `window` tokens; "
-                f"priced in {CACHE_DTYPE}, batch 1",
-    "flops": "2 FLOPs per multiply-add, matmuls only; decode = one new token reading `context` "
-             "keys (itself included); prefill causal; lm_head for every position; MoE: active "
-             "experts only; MLA: 'naive' (kv_b_proj decompresses per-head K/V once per token)",
-    "units": "bytes are integers; MB = 10^6 bytes, MiB = 2^20 bytes, GB = 10^9, GiB = 2^30",
-}
+
+def conventions_text(record: ModelRecord) -> dict[str, str]:
+    """One sentence per convention, worded from the record's own conventions."""
+    v = record.conventions
+    return {
+        "params": "unique tensors: a tied lm_head counts once; active = top_k routed + shared "
+                  "experts, everything else whole; embedding = token embedding + learned positions",
+        "kv_cache": "elements per token per layer: GQA 2 x n_kv_heads x head_dim; MLA kv_lora_rank "
+                    "+ qk_rope_head_dim; sliding-window layers hold at most `window` tokens; "
+                    "MHA-equivalent: n_heads x (q/k head dim + v head dim); "
+                    f"priced in {v.cache_dtype}, batch {v.batch}",
+        "flops": "2 FLOPs per multiply-add, matmuls only; decode = one new token reading `context` "
+                 f"keys (itself included); prefill {v.attention_flops}; lm_head for every position; "
+                 f"MoE: active experts only; MLA decode: '{v.mla_flops}' (kv_b_proj folded into the "
+                 "query and output, attention on the cached latent); a prefill decompresses each "
+                 "latent once",
+        "units": "bytes are integers; MB = 10^6 bytes, MiB = 2^20 bytes, GB = 10^9, GiB = 2^30",
+    }
+
+
+def below_context(spec: ModelSpec, lengths) -> list[int]:
+    """The given lengths below the model's context, and the context itself."""
+    return sorted({n for n in lengths if n < spec.max_seq_len} | {spec.max_seq_len})
 
 
 def context_series(spec: ModelSpec, start: int = 128) -> list[int]:
@@ -38,52 +52,94 @@ def context_series(spec: ModelSpec, start: int = 128) -> list[int]:
     return out + [spec.max_seq_len]
 
 
-def kv_at(spec: ModelSpec, seq_len: int) -> dict:
-    """The cache at one context: per distinct attention layer and in total (fp16, batch 1)."""
-    cache = kv_cache(spec, seq_len, 1, CACHE_DTYPE)
-    per_layer = [{"layers": layers_text(idx), "count": len(idx),
-                  "tokens_held": tokens_held(attn, seq_len),
-                  "bytes": nbytes(tokens_held(attn, seq_len) * kv_elements_per_token(attn),
-                                  CACHE_DTYPE),
-                  "mha_bytes": nbytes(tokens_held(attn, seq_len) * mha_elements_per_token(attn),
-                                      CACHE_DTYPE)}
-                 for attn, idx in distinct(spec, "attention")]
-    return {"seq_len": seq_len, "dtype": CACHE_DTYPE, "exceeds_context": seq_len > spec.max_seq_len,
+def report_record(spec: ModelSpec) -> ModelRecord:
+    """The record every report page of `spec` reads: fp16, batch 1, at every context shown."""
+    lengths = sorted({*TABLE_LENGTHS, *below_context(spec, DIVE_LENGTHS), *context_series(spec)})
+    return model_record(spec, lengths, weight_dtype=REPORT_DTYPE)
+
+
+def kv_at(record: ModelRecord, c: AtContext) -> dict:
+    """The cache at one context: per group of layers that cache alike, and in total."""
+    cache = c.cache
+    per_layer = [{"layers": layers_text(list(g.layers)), "count": len(g.layers),
+                  "tokens_held": cache.tokens_held[g.layers[0]],
+                  "bytes": cache.bytes_per_layer[g.layers[0]],
+                  "mha_bytes": cache.mha_bytes_per_layer[g.layers[0]]}
+                 for g in record.cache_groups]
+    return {"seq_len": c.seq_len, "dtype": cache.dtype, "exceeds_context": c.exceeds_context,
             "per_layer": per_layer, "bytes": cache.bytes,
-            "decompressed_bytes": cache.decompressed_bytes, "mha_bytes": cache.mha_bytes}
+            "decompressed_bytes": cache.decompressed_bytes, "mha_bytes": cache.mha_bytes,
+            "state_bytes": c.state_bytes}
 
 
-def flops_at(spec: ModelSpec, context: int) -> dict:
-    """Decode step FLOPs at `context` (naive MLA) by component, and the other MLA conventions."""
-    step = decode_flops(spec, context)
-    record = {"context": context, "total": step.total, "by_component": step.by_component}
-    if any(layer.attention.kind == "mla" for layer in spec.plan):
-        record["mla_conventions"] = {c: decode_flops(spec, context, mla=c).total
-                                     for c in MLA_CONVENTIONS}
-    return record
+def flops_at(c: AtContext) -> dict:
+    """A decode step at this context by component, and the MLA conventions when they differ."""
+    out = {"context": c.seq_len, "total": c.decode.total, "by_component": c.decode.by_component,
+           "mla_convention": c.decode.mla}
+    if c.decode_by_mla:
+        out["mla_conventions"] = c.decode_by_mla
+    return out
 
 
-def cost_record(spec: ModelSpec) -> dict:
-    params = count_params(spec)
-    lm_head = spec.vocab_size * spec.d_model
-    series = context_series(spec)
+def memory_at(c: AtContext) -> dict:
+    m = c.memory
+    return {"seq_len": c.seq_len, "batch": m.batch, "weights_dtype": m.dtype,
+            "kv_dtype": m.kv_dtype, "weights": m.weights, "kv_cache": m.kv_cache,
+            "activations": m.activations, "total": m.total}
+
+
+def params_record(spec: ModelSpec, record: ModelRecord) -> dict:
+    p = record.params
+    return {"total": p.total, "active": p.active, "embedding": p.embedding,
+            "token_embedding": p.breakdown.get("embedding", 0),
+            "positional": p.breakdown.get("positional", 0),
+            "lm_head": p.breakdown.get("lm_head", 0),
+            "saved_by_tying": p.tied_head, "tied_lm_head": spec.tie_embeddings,
+            "groups": p.groups, "breakdown": p.breakdown}
+
+
+def cost_record(spec: ModelSpec, record: ModelRecord) -> dict:
+    """The comparison's numbers: params, the cache and FLOPs at TABLE_LENGTHS, the series."""
+    series = [record.at(n) for n in context_series(spec)]
     return {
-        "params": {"total": params.total, "active": params.active, "embedding": params.embedding,
-                   "token_embedding": params.breakdown.get("embedding", 0),
-                   "positional": params.breakdown.get("positional", 0),
-                   "lm_head": params.breakdown.get("lm_head", 0),
-                   "saved_by_tying": lm_head if spec.tie_embeddings else 0,
-                   "groups": params.groups, "breakdown": params.breakdown},
-        "kv_cache": [kv_at(spec, n) for n in TABLE_LENGTHS],
-        "decode_flops": [flops_at(spec, n) for n in TABLE_LENGTHS],
-        "prefill_flops": [{"seq_len": n, "total": prefill_flops(spec, n).total}
+        "conventions": conventions_text(record),
+        "params": params_record(spec, record),
+        "kv_cache": [kv_at(record, record.at(n)) for n in TABLE_LENGTHS],
+        "decode_flops": [flops_at(record.at(n)) for n in TABLE_LENGTHS],
+        "prefill_flops": [{"seq_len": n, "total": record.at(n).prefill.total}
                           for n in TABLE_LENGTHS],
-        "weights_bytes": weights_table(spec),
+        "weights_bytes": record.weights_by_dtype,
         "series": {
-            "context": series,
-            "kv_cache_bytes": [kv_cache(spec, n, 1, CACHE_DTYPE).bytes for n in series],
-            "kv_cache_decompressed_bytes": [kv_cache(spec, n, 1, CACHE_DTYPE).decompressed_bytes
-                                            for n in series],
-            "decode_flops": [decode_flops(spec, n).total for n in series],
+            "context": [c.seq_len for c in series],
+            "kv_cache_bytes": [c.cache.bytes for c in series],
+            "kv_cache_decompressed_bytes": [c.cache.decompressed_bytes for c in series],
+            "decode_flops": [c.decode.total for c in series],
         },
+    }
+
+
+def details_record(spec: ModelSpec, record: ModelRecord, lengths) -> dict:
+    """Per-context tables for `show` and the deep dives, at `lengths` (all in the record)."""
+    at = [record.at(n) for n in lengths]
+    return {
+        "params": params_record(spec, record),
+        "params_breakdown": [
+            {"component": key, "params": value, "percent": 100 * value / record.params.total}
+            for key, value in record.params.breakdown.items() if value],
+        "kv_cache": {
+            "dtype": record.conventions.cache_dtype,
+            "groups": [{"layers": layers_text(list(g.layers)), "count": len(g.layers),
+                        "variant": g.variant, "window": g.window,
+                        "elements_per_token": g.elements_per_token,
+                        "mha_elements_per_token": g.mha_elements_per_token,
+                        "decompressed_elements_per_token": g.decompressed_elements_per_token,
+                        "bytes_per_token": g.bytes_per_token} for g in record.cache_groups],
+            "bytes_per_token": record.kv_cache_bytes_per_token,
+            "at_lengths": [kv_at(record, c) for c in at],
+        },
+        "decode_flops": [flops_at(c) for c in at],
+        "prefill_flops": [{"seq_len": c.seq_len, "total": c.prefill.total} for c in at],
+        "weights_bytes": record.weights_by_dtype,
+        "inference_memory": [memory_at(c) for c in at],
+        "conventions": conventions_text(record),
     }

@@ -72,12 +72,13 @@ def kv_cache_figure(records: list[dict]) -> Figure:
     """Every preset up to its context. MLA and sliding-window models are drawn thick (they are
     the point of the figure); MLA also dotted at its decompressed size; a window flattens."""
     fig = Figure(figsize=(10, 6.5))
-    ax = _context_axes(fig, "KV cache vs context length (fp16, batch 1)",
+    ax = _context_axes(fig, f"KV cache vs context length ({records[0]['kv_cache'][0]['dtype']}, "
+                            "batch 1)",
                        "KV cache (log scale)", "B")
     colors = matplotlib.colormaps["tab20"]
     for i, r in enumerate(records):
         s, style = r["series"], _style(i, colors)
-        mla = any(a["kind"] == "mla" for a in r["attention"])
+        mla = s["kv_cache_decompressed_bytes"] != s["kv_cache_bytes"]
         windows = sorted({a["window"] for a in r["attention"] if a["window"]})
         if mla or windows:
             style["linewidth"] = 3.0
@@ -99,7 +100,8 @@ def kv_cache_figure(records: list[dict]) -> Figure:
 
 def flops_figure(records: list[dict]) -> Figure:
     fig = Figure(figsize=(10, 6.5))
-    ax = _context_axes(fig, "Decode FLOPs per token vs context (MLA: naive convention)",
+    mla = records[0]["decode_flops"][0]["mla_convention"]
+    ax = _context_axes(fig, f"Decode FLOPs per token vs context (MLA: {mla} convention)",
                        "FLOPs per generated token (log scale)", "FLOP")
     colors = matplotlib.colormaps["tab20"]
     for i, r in enumerate(records):

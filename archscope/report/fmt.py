@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Callable
 
-def commas(n: int | float) -> str:
-    return f"{n:,}" if isinstance(n, int) else f"{n:,.2f}"
-
-
-def human(n: float) -> str:
-    """1_235_814_400 -> '1.24B'; 576 -> '576'."""
-    for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= div:
-            return f"{n / div:.3g}{suffix}" if n / div < 100 else f"{n / div:.0f}{suffix}"
-    return f"{n:g}"
+from archscope.units import DASH, commas, human, num, sci, text_table  # noqa: F401  (re-exported)
 
 
 def mb(nbytes: int) -> str:
@@ -41,9 +33,32 @@ def layer_ranges(indices) -> str:
     return ", ".join(out)
 
 
-def text_table(rows: list[list[str]], right: set[int] = frozenset(), indent: str = "  ") -> list[str]:
-    """Plain aligned columns. Used where importing pandas (about 1 s) would dominate the run."""
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    return [indent + "  ".join(cell.rjust(w) if c in right else cell.ljust(w)
-                               for c, (cell, w) in enumerate(zip(row, widths))).rstrip()
-            for row in rows]
+def layers_text(indices: list[int]) -> str:
+    """[0, 2, 4, ..., 94] -> '0, 2, ..., 94' (a stride); [0, 1, 2, 5] -> '0-2, 5'."""
+    steps = {b - a for a, b in zip(indices, indices[1:])}
+    if len(indices) > 3 and len(steps) == 1 and steps != {1}:
+        return f"{indices[0]}, {indices[1]}, ..., {indices[-1]}"
+    return layer_ranges(indices)
+
+
+def yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def flops_text(n: float) -> str:
+    """human() with a P (10^15) step: whole prefills of long prompts reach petaFLOPs."""
+    return f"{n / 1e15:.3g}P" if n >= 1e15 else human(n)
+
+
+def layers_label(group) -> str:
+    """'layer 0' or 'layers 1-59' from a record with `layers` (text) and `count`, or from a list
+    of indices."""
+    if isinstance(group, dict):
+        text, count = group["layers"], group["count"]
+    else:
+        text, count = layers_text(group), len(group)
+    return f"layer {text}" if count == 1 else f"layers {text}"
+
+
+def or_dash(value, fmt: Callable = str) -> str:
+    return DASH if value is None else fmt(value)

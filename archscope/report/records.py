@@ -11,17 +11,9 @@ import dataclasses
 
 from archscope.estimate import (decompressed_elements_per_token, kv_elements_per_token,
                                 mha_elements_per_token)
-from archscope.estimate.structure import ATTENTION_PARTS, ffn_parts
-from archscope.report.fmt import layer_ranges
+from archscope.kinds import attention_kind, ffn_kind
+from archscope.report.fmt import layers_label, layers_text
 from archscope.spec.schema import AttentionSpec, FFNSpec, ModelSpec
-
-
-def layers_text(indices: list[int]) -> str:
-    """[0, 2, 4, ..., 94] -> '0, 2, ..., 94' (a stride); [0, 1, 2, 5] -> '0-2, 5'."""
-    steps = {b - a for a, b in zip(indices, indices[1:])}
-    if len(indices) > 3 and len(steps) == 1 and steps != {1}:
-        return f"{indices[0]}, {indices[1]}, ..., {indices[-1]}"
-    return layer_ranges(indices)
 
 
 def distinct(spec: ModelSpec, part: str) -> list[tuple[object, list[int]]]:
@@ -47,51 +39,41 @@ def _short(parts) -> dict[str, int]:
     return {p.name.split(".", 1)[1]: p.params for p in parts if "norm" not in p.name}
 
 
-def mha_projections(attn: AttentionSpec, d_model: int) -> dict[str, int]:
-    """What the same layer would hold if every query head had its own key and value.
-
-    GQA: the layer with n_kv_heads = n_heads. MLA: plain per-head projections with the same head
-    sizes (q/k: qk_nope + qk_rope, v: v_head_dim), no latent.
-    """
-    if attn.kind == "gqa":
-        return _short(ATTENTION_PARTS["gqa"](dataclasses.replace(attn, n_kv_heads=attn.n_heads),
-                                             d_model))
-    h = attn.n_heads
-    return {"q_proj": d_model * h * attn.qk_head_dim, "k_proj": d_model * h * attn.qk_head_dim,
-            "v_proj": d_model * h * attn.value_head_dim,
-            "o_proj": h * attn.value_head_dim * d_model}
-
-
 def attention_record(attn: AttentionSpec, indices: list[int], d_model: int) -> dict:
-    mla = attn.kind == "mla"
+    """Sizes and wording of one distinct attention; the texts come from its kind's entry."""
+    kind = attention_kind(attn.kind)
     return {
         "layers": layers_text(indices), "count": len(indices),
         "kind": attn.kind, "variant": attn.variant,
+        "label": kind.label(attn), "heads_text": kind.heads(attn),
+        "describe": kind.describe(attn), "cache_formula": kind.cache_formula(attn),
         "n_heads": attn.n_heads, "kv_heads": attn.kv_heads, "group_size": attn.group_size,
         "qk_head_dim": attn.qk_head_dim, "v_head_dim": attn.value_head_dim,
         "window": attn.window, "bias": attn.bias, "out_bias": attn.has_out_bias,
-        "q_lora_rank": attn.q_lora_rank if mla else None,
-        "kv_lora_rank": attn.kv_lora_rank if mla else None,
-        "qk_rope_head_dim": attn.qk_rope_head_dim if mla else None,
+        "kv_lora_rank": attn.kv_lora_rank, "qk_rope_head_dim": attn.qk_rope_head_dim,
+        "q_lora_rank": attn.q_lora_rank,
         "kv_elements_per_token": kv_elements_per_token(attn),
         "mha_elements_per_token": mha_elements_per_token(attn),
         "decompressed_elements_per_token": decompressed_elements_per_token(attn),
-        "projections": _short(ATTENTION_PARTS[attn.kind](attn, d_model)),
-        "mha_projections": mha_projections(attn, d_model),
+        "compressed_cache": kind.compressed_cache,
+        "projections": _short(kind.parts(attn, d_model)),
+        "mha_projections": kind.mha_projections(attn, d_model),
     }
 
 
 def ffn_record(ffn: FFNSpec, indices: list[int], d_model: int) -> dict:
     """Sizes; `expansion` is the hidden width over d_model (per expert for MoE)."""
-    parts = ffn_parts(ffn, d_model)
-    hidden = ffn.d_expert if ffn.kind == "moe" else ffn.d_ff
+    kind = ffn_kind(ffn.kind)
+    parts = kind.parts(ffn, d_model)
     return {
         "layers": layers_text(indices), "count": len(indices),
-        "kind": ffn.kind, "activation": ffn.activation, "bias": ffn.bias,
+        "kind": ffn.kind, "display": kind.display, "label": kind.label(ffn),
+        "describe": kind.describe(ffn, d_model),
+        "activation": ffn.activation, "bias": ffn.bias,
         "d_ff": ffn.d_ff, "d_expert": ffn.d_expert, "n_experts": ffn.n_experts,
         "top_k": ffn.top_k, "n_shared_experts": ffn.n_shared_experts,
-        "router": ffn.routing.method if ffn.kind == "moe" else None,
-        "expansion": hidden / d_model,
+        "router": ffn.routing.method if ffn.n_experts else None,
+        "hidden": kind.hidden(ffn), "expansion": kind.hidden(ffn) / d_model,
         "params_per_layer": sum(p.params * p.copies for p in parts),
         "active_params_per_layer": sum(p.params * p.active for p in parts),
     }
@@ -115,3 +97,28 @@ def architecture_record(spec: ModelSpec) -> dict:
         "multipliers": None if spec.multipliers is None else dataclasses.asdict(spec.multipliers),
         "notes": layer_notes(spec),
     }
+
+
+def structure_groups(spec: ModelSpec) -> list[dict]:
+    """Layers grouped by identical (attention, ffn), in plan order, with their notes; titled by
+    each component's kind."""
+    groups: dict[tuple, list[int]] = {}
+    for layer in spec.plan:
+        groups.setdefault((layer.attention, layer.ffn), []).append(layer.index)
+    out = []
+    for (attn, ffn), idx in groups.items():
+        by_note: dict[str, list[int]] = {}
+        for i in idx:  # a note may cover only some of the group (GPT-3's odd layers)
+            if spec.plan[i].note:
+                by_note.setdefault(spec.plan[i].note, []).append(i)
+        notes = [f"{layers_label(sub)}: {note}" for note, sub in by_note.items()]
+        out.append({"layers": layers_text(idx), "count": len(idx), "first": idx[0],
+                    "attention": attention_kind(attn.kind).title(attn),
+                    "ffn": ffn_kind(ffn.kind).title(ffn), "notes": notes})
+    return out
+
+
+def module_groups(modules: dict[tuple[int, ...], list[dict]]) -> list[dict]:
+    """measure.counted.layer_module_rows grouped for the deep dive's per-layer tables."""
+    return [{"layers": layers_text(list(idx)), "count": len(idx), "rows": rows}
+            for idx, rows in modules.items()]

@@ -1,4 +1,4 @@
-"""Load specs: presets by name, YAML files, HF config.json files or folders; `extends`; `--set`."""
+"""Load specs: presets by name, YAML files, HF config.json files or folders; `extends`; what-ifs."""
 
 from __future__ import annotations
 
@@ -133,13 +133,13 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
     out = copy.deepcopy(raw)
     for item in overrides:
         if "=" not in item:
-            raise SpecError(f"expected key=value, got {item!r}", where="--set")
+            raise SpecError(f"expected key=value, got {item!r}", where="overrides")
         key, text = item.split("=", 1)
         key = key.strip()
         if not key or any(not part for part in key.split(".")):
             raise SpecError(f"expected a dotted key like attention.n_kv_heads, got {key!r}",
-                            where="--set")
-        value = parse_yaml(text, "--set") if text.strip() else None
+                            where="overrides")
+        value = parse_yaml(text, "overrides") if text.strip() else None
         node = out
         parts = key.split(".")
         for depth, part in enumerate(parts[:-1]):
@@ -147,8 +147,8 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
             if child is None:
                 child = node[part] = {}
             if not isinstance(child, dict):
-                raise SpecError(f"'{'.'.join(parts[:depth + 1])}' is not a mapping", where="--set",
-                                key=key)
+                raise SpecError(f"'{'.'.join(parts[:depth + 1])}' is not a mapping",
+                                where="overrides", key=key)
             node = child
         node[parts[-1]] = value
     return out
@@ -163,7 +163,7 @@ def with_overrides(spec: ModelSpec, overrides: Iterable[str]) -> ModelSpec:
     try:
         return from_mapping(ModelSpec, raw)
     except SpecError as err:
-        raise err.located("--set") from None
+        raise err.located("overrides") from None
 
 
 def spec_to_yaml(spec: ModelSpec) -> str:

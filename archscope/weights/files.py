@@ -65,7 +65,7 @@ def find_checkpoint(folder: str | Path, allow_pickle: bool = False) -> Checkpoin
         raise CheckpointError(
             f"{folder}: only pickle weights ({names}); a pickle can run code when loaded, so "
             f"archscope reads safetensors only. Convert the checkpoint to safetensors, or pass "
-            f"--allow-pickle to read it with torch.load(weights_only=True)")
+            f"allow_pickle=True to read it with torch.load(weights_only=True)")
     return CheckpointFiles(folder, "pickle", pickles, _pickle_index(pickles))
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from archscope.devices import available_bytes, resolve_device
 from archscope.errors import InputError
 
 DEVICE_MAPS = ("auto", "balanced", "sequential")
@@ -52,8 +53,6 @@ def weights_bytes(model: nn.Module) -> int:
 def plan(model: nn.Module, device: str, device_map=None, max_memory: dict | None = None
          ) -> Placement:
     """Placement for the meta-built `model`; InputError when it cannot fit."""
-    from archscope.measure.preflight import resolve_device
-
     if device_map is None:
         main = resolve_device(device)
         _check_fits(model, main)
@@ -65,7 +64,7 @@ def plan(model: nn.Module, device: str, device_map=None, max_memory: dict | None
         raise InputError(f"{_size(weights_bytes(model))} of weights do not fit in the GPU and "
                          f"CPU memory available (left over: {', '.join(on_disk[:4])}"
                          f"{', ...' if len(on_disk) > 4 else ''}); archscope does not offload "
-                         f"to disk. Use a 16-bit --dtype or a machine with more memory")
+                         f"to disk. Use a 16-bit dtype or a machine with more memory")
     gpus = [v for v in device_map.values() if v not in ("cpu", "disk")]
     main = _as_device(gpus[0]) if gpus else torch.device("cpu")
     for value in set(device_map.values()):
@@ -78,7 +77,7 @@ def _infer(model: nn.Module, kind: str, max_memory: dict | None) -> dict:
     from accelerate.utils import get_balanced_memory
 
     if kind not in DEVICE_MAPS:
-        raise InputError(f"--device-map {kind!r}: expected one of {', '.join(DEVICE_MAPS)}")
+        raise InputError(f"device_map {kind!r}: expected one of {', '.join(DEVICE_MAPS)}")
     dtype = next(model.parameters()).dtype
     if kind != "sequential":  # auto = balanced, as in transformers: spread over the GPUs evenly
         max_memory = get_balanced_memory(model, max_memory, no_split_module_classes=NO_SPLIT,
@@ -88,14 +87,12 @@ def _infer(model: nn.Module, kind: str, max_memory: dict | None) -> dict:
 
 
 def _check_fits(model: nn.Module, device: torch.device) -> None:
-    from archscope.measure.resources import available_bytes
-
     need, free = weights_bytes(model), available_bytes(device)
     if free is not None and need > free:
         where = "free GPU memory" if device.type == "cuda" else "available RAM"
         raise InputError(f"the weights need {_size(need)} but only {_size(free)} of {where} is "
-                         f"free on {device}; nothing was loaded. Use a 16-bit --dtype, or "
-                         f"--device-map auto to spread the model over the GPUs and CPU memory")
+                         f"free on {device}; nothing was loaded. Use a 16-bit dtype, or "
+                         f"device_map='auto' to spread the model over the GPUs and CPU memory")
 
 
 def _size(n: int) -> str:

@@ -59,7 +59,7 @@ def check_same_network(given: ModelSpec, found: ModelSpec, where: str) -> None:
     lines = [_describe(name, rows, given.name, common) for name, rows in diffs.items()]
     shown = "; ".join(lines[:6]) + (f"; and {len(lines) - 6} more" if len(lines) > 6 else "")
     raise InputError(f"{where} describes a different network than {given.name}: {shown}. "
-                     f"Give no model to use the checkpoint's own config, or fix the --set values")
+                     f"Pass spec=None to use the checkpoint's own config, or fix the overrides")
 
 
 def _describe(name: str, rows: list, given: str, n_layers: int) -> str:

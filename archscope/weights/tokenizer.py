@@ -57,8 +57,8 @@ def prompt_ids(tokenizer, prompt: str, chat: bool = False, system: str | None = 
     if not chat:
         return list(tokenizer(prompt)["input_ids"])
     if not getattr(tokenizer, "chat_template", None):
-        raise InputError("--chat: this tokenizer has no chat template (base checkpoints have "
-                         "none; use an -Instruct checkpoint, or drop --chat)")
+        raise InputError("chat=True: this tokenizer has no chat template (base checkpoints "
+                         "have none; use an -Instruct checkpoint, or chat=False)")
     messages = ([{"role": "system", "content": system}] if system else []) + \
         [{"role": "user", "content": prompt}]
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -33,7 +33,7 @@ def parse_size(text: str | int) -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
     unit = m and _UNITS.get(m[2].upper())
     if not unit or float(m[1]) * unit < 1:
-        raise InputError(f"--shard-size {text!r}: expected a size like 5GB, 500MB or 2GiB")
+        raise InputError(f"shard_size {text!r}: expected a size like 5GB, 500MB or 2GiB")
     return int(float(m[1]) * unit)
 
 
@@ -42,8 +42,8 @@ def check_target(folder: str | Path, force: bool) -> Path:
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{folder}: exists and is not a folder")
     if folder.is_dir() and any(folder.iterdir()) and not force:
-        raise InputError(f"{folder}: not empty; choose a new folder or pass --force to replace "
-                         f"its contents")
+        raise InputError(f"{folder}: not empty; choose a new folder or pass force=True to "
+                         f"replace its contents")
     return folder
 
 
@@ -152,7 +152,7 @@ def _usual_permissions(folder: Path) -> None:
 
 
 def _move_into_place(tmp: Path, folder: Path) -> None:
-    """Rename the finished folder into place; an existing (empty or --force) one goes after."""
+    """Rename the finished folder into place; an existing (empty, or force=True) one goes after."""
     if not folder.exists():
         os.rename(tmp, folder)
         return

@@ -14,11 +14,13 @@ def test_json_contract_with_verify(run_cli):
     assert data["spec"]["attention"]["n_kv_heads"] == 8
     assert data["params_total"] == data["params_active"] == data["params_counted"] == 1_235_814_400
     kv = data["details"]["kv_cache"]
-    assert kv["elements_per_token_per_layer"] == 2 * 8 * 64
+    assert [g["elements_per_token"] for g in kv["groups"]] == [2 * 8 * 64]
     spec = load_spec("llama-3.2-1b")
-    assert kv["at_lengths"][1] == {"seq_len": 4096, "bytes": kv_cache_bytes(spec, 4096),
-                                   "decompressed_bytes": kv_cache_bytes(spec, 4096),
-                                   "mha_bytes": 4 * kv_cache_bytes(spec, 4096)}
+    at = kv["at_lengths"][1]
+    assert (at["seq_len"], at["bytes"], at["decompressed_bytes"], at["mha_bytes"]) == (
+        4096, kv_cache_bytes(spec, 4096), kv_cache_bytes(spec, 4096),
+        4 * kv_cache_bytes(spec, 4096))
+    assert data["record"]["kv_cache_bytes"] == at["bytes"]
     shares = [row["percent"] for row in data["details"]["params_breakdown"]]
     assert abs(sum(shares) - 100) < 1e-9
 

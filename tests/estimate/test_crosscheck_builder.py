@@ -1,6 +1,6 @@
 """The estimators against archscope's own network (archscope.nn): parameters counted on the meta
 device for every preset; FLOPs under torch's FlopCounterMode and cache bytes for a tiny variant
-of each (prefill, one decode step, MLA naive and absorbed).
+of each (prefill, one decode step; MLA decode steps in both forms, absorbed and recompute).
 
 Kinds the builder does not have yet are skipped, not failed. Attention runs on SDPA's math
 backend: on CPU the fused kernel (`_scaled_dot_product_flash_attention_for_cpu`, which GQA's
@@ -21,12 +21,13 @@ torch = pytest.importorskip("torch")
 nn = pytest.importorskip("archscope.nn")
 if not hasattr(nn, "build_model"):
     pytest.skip("archscope.nn.build_model is not there yet", allow_module_level=True)
+from archscope.nn.mla import set_mla_decode_form  # noqa: E402
 
 MLA_PRESETS = [n for n in preset_names() if load_spec(n).attention.kind == "mla"]
 BATCH, PROMPT = 2, 10
 
 
-def build_or_skip(spec, device: str, absorb: bool = False):
+def build_or_skip(spec, device: str, mla_decode_form: str | None = None):
     try:
         model = nn.build_model(spec, device=device, dtype=torch.float32)
     except SpecError as err:
@@ -36,8 +37,8 @@ def build_or_skip(spec, device: str, absorb: bool = False):
     for module in model.modules():
         if hasattr(module, "batched"):
             module.batched = False  # experts: the countable reference loop
-        if hasattr(module, "absorb"):
-            module.absorb = absorb
+    if mla_decode_form is not None:
+        set_mla_decode_form(model, mla_decode_form)
     return model
 
 
@@ -80,21 +81,23 @@ def test_decode_step_flops_and_cache_bytes(name, tiny_variant):
     with torch.no_grad():
         model(prompt(spec, PROMPT - 1), cache)
     step = prompt(spec, 1)
-    # the builder keeps MLA's latent and re-decompresses what it reads: mla="recompute"
-    expected = decode_flops(spec, PROMPT, batch=BATCH, mla="recompute").total
+    # by default the builder decodes MLA in the absorbed form (GQA layers ignore `mla`)
+    expected = decode_flops(spec, PROMPT, batch=BATCH, mla="absorbed").total
     assert counted_flops(lambda: model(step, cache)) == expected
 
 
 @pytest.mark.parametrize("name", MLA_PRESETS)
-def test_absorbed_mla_flops(name, tiny_variant):
+def test_recompute_mla_flops(name, tiny_variant):
+    """decode_form "recompute": a prefill decompresses as always (mla="naive"); a decode step
+    re-decompresses every latent it reads (mla="recompute")."""
     spec = tiny_variant(load_spec(name))
-    model = build_or_skip(spec, "cpu", absorb=True)
+    model = build_or_skip(spec, "cpu", mla_decode_form="recompute")
     ids = prompt(spec)
-    expected = prefill_flops(spec, PROMPT, BATCH, attention="full", mla="absorbed").total
+    expected = prefill_flops(spec, PROMPT, BATCH, attention="full", mla="naive").total
     assert counted_flops(lambda: model(ids)) == expected
     cache = model.new_cache(BATCH, spec.max_seq_len)
     with torch.no_grad():
         model(prompt(spec, PROMPT - 1), cache)
     step = prompt(spec, 1)
-    expected = decode_flops(spec, PROMPT, batch=BATCH, mla="absorbed").total
+    expected = decode_flops(spec, PROMPT, batch=BATCH, mla="recompute").total
     assert counted_flops(lambda: model(step, cache)) == expected

@@ -66,7 +66,7 @@ def test_mla_naive_convention(tiny):
     # q_a 128 + q_b 192 + kv_a 128 + kv_b 168 + o 192 multiply-adds per token.
     spec = tiny(attention=tiny.MLA)
     per_token = 128 + 192 + 128 + 168 + 192
-    ten = decode_flops(spec, 10)
+    ten = decode_flops(spec, 10, mla="naive")
     assert ten.by_component["attention_proj"] == 2 * 2 * per_token
     assert ten.by_component["attention_qk"] == 2 * 2 * 10 * 4 * 6  # per head q/k dim 4+2
     assert ten.by_component["attention_av"] == 2 * 2 * 10 * 4 * 3  # per head v dim 3

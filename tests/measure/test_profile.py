@@ -170,8 +170,40 @@ def test_profile_json_contract(run_cli, tmp_path):
     assert record["decode_tokens_per_s"] > 0 and record["hf_decode_tokens_per_s"] > 0
     assert record["peak_memory_bytes"] >= record["weights_bytes_measured"] * 0.9
     assert record["weights_bytes_measured"] == record["weights_bytes_estimated"]
-    saved = tmp_path / "profile-llama-3.2-1b-cpu-fp32.json"
+    assert record["overrides"] == ["n_layers=1"]  # the what-if, recorded as given
+    saved = tmp_path / "profile-llama-3.2-1b-n_layers-1-cpu-fp32.json"
     assert json.loads(saved.read_text()) == record
+    from archscope.report.pages.profiles import load_profiles, profiles_page
+
+    page = profiles_page(load_profiles(tmp_path))
+    assert "| llama-3.2-1b (--set n_layers=1) |" in page  # in both tables
+    assert page.count("llama-3.2-1b (--set n_layers=1)") == 2
+
+
+def test_save_names_keep_variants_apart():
+    from archscope.report.pages.profiles import profile_file_name
+
+    def name(*overrides, device="cpu"):
+        return profile_file_name({"model": "llama-3.2-1b", "device": device, "dtype": "bf16",
+                                  "overrides": list(overrides)})
+
+    assert name() == "profile-llama-3.2-1b-cpu-bf16.json"
+    assert name(device="cuda:1") == "profile-llama-3.2-1b-cuda1-bf16.json"
+    assert name("n_layers=2") == "profile-llama-3.2-1b-n_layers-2-cpu-bf16.json"
+    assert name("attention.n_kv_heads=32", "n_layers=2") == (
+        "profile-llama-3.2-1b-attention.n_kv_heads-32-n_layers-2-cpu-bf16.json")
+    long = ("attention.n_kv_heads=32", "n_layers=2", "vocab_size=512")  # cut short, hashed
+    odd = ("attention={kind: mla, kv_lora_rank: 64}",)
+    names = {name(), name("n_layers=2"), name("n_layers=1"), name(*long), name(*long[::-1]),
+             name(*odd)}
+    assert len(names) == 6
+    assert all(len(n) < 80 and " " not in n and "{" not in n for n in names)
+    # A record from before `overrides` existed keeps its old name and its plain label.
+    from archscope.report.terminal.profile import model_label
+
+    assert profile_file_name({"model": "gpt2", "device": "cpu", "dtype": "fp32"}) == (
+        "profile-gpt2-cpu-fp32.json")
+    assert model_label({"model": "gpt2"}) == "gpt2"
 
 
 def test_profile_table_has_the_breakdown(run_cli):
@@ -179,6 +211,7 @@ def test_profile_table_has_the_breakdown(run_cli):
                              "--set", "vocab_size=512", "--prompt-len", "8", "--new-tokens", "3",
                              "--repeats", "1")
     assert code == 0, err
+    assert out.startswith("llama-3.2-1b (--set n_layers=1 --set vocab_size=512) on cpu")
     assert "decode (tokens/s)" in out and "module (inclusive)" in out and "lm_head" in out
 
 
@@ -196,7 +229,7 @@ def test_refuses_a_run_that_will_not_fit_before_allocating(run_cli, monkeypatch)
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--new-tokens", "1"], "--new-tokens must be an integer >= 2"),
+    (["--new-tokens", "1"], "new_tokens must be an integer >= 2, got 1"),
     (["--prompt-len", "200000"], "max_seq_len"),
     (["--weights", "no/such/dir"], "no config.json"),
 ])
@@ -256,3 +289,24 @@ def test_cuda_profile_record(run_cli):
     assert record["gpu_name"] and record["peak_memory_bytes"] > 0
     assert record["kv_cache_bytes_measured"] == record["kv_cache_bytes_estimated"]
     assert record["compiled_tokens_match_eager"]
+
+
+TINY_MLA = ("--set", "n_layers=2", "--set", "vocab_size=256", "--set", "d_model=64",
+            "--set", "attention.n_heads=4", "--set", "attention.kv_lora_rank=16",
+            "--set", "attention.qk_nope_head_dim=8", "--set", "attention.qk_rope_head_dim=4",
+            "--set", "attention.v_head_dim=8", "--set", "ffn.d_expert=16",
+            "--set", "ffn.n_experts=8",
+            "--set", 'layers=[{select: "0:1", ffn: {kind: swiglu, d_ff: 96}}]')
+
+
+def test_profile_runs_the_mla_decode_form_it_records(run_cli):
+    """`--mla-flops recompute` decodes as transformers does (same logits), the record names the
+    form, and the estimated side (the record's cache) equals what the cache holds."""
+    code, out, err = run_cli("profile", "deepseek-v2-lite", *TINY_MLA, "--prompt-len", "8",
+                             "--new-tokens", "4", "--repeats", "1", "--compare-hf",
+                             "--mla-flops", "recompute", "--format", "json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["mla_flops"] == "recompute"
+    assert record["kv_cache_bytes_measured"] == record["kv_cache_bytes_estimated"] > 0
+    assert record["max_abs_logit_diff"] < 1e-4

@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 from archscope.estimate.kv_cache import kv_cache_bytes  # noqa: E402
 from archscope.estimate.params import count_params  # noqa: E402
 from archscope.nn import build_model, count_parameters  # noqa: E402
-from archscope.nn.mla import MLAttention  # noqa: E402
+from archscope.nn.mla import DECODE_FORMS, set_mla_decode_form  # noqa: E402
 from archscope.nn.moe import MoE, Router, experts_batched, experts_reference  # noqa: E402
 from archscope.spec import load_spec  # noqa: E402
 from archscope.spec.loader import spec_from_mapping  # noqa: E402
@@ -149,18 +149,18 @@ def test_prefill_logits_match_transformers(name):
     assert max_diff(got, expected) < ATOL
 
 
-# MLA runs in both modes (see archscope.nn.mla): decompressing each step, and absorbed.
-DECODE_CASES = [(name, False) for name in TINY] + [
-    (name, True) for name, raw in TINY.items() if raw["attention"]["kind"] == "mla"]
+# MLA decodes in both forms (see archscope.nn.mla): absorbed (the default) and recompute
+# (decompressing every held latent each step); GQA models have no form (None).
+DECODE_CASES = [(name, form) for name, raw in TINY.items()
+                for form in (DECODE_FORMS if raw["attention"]["kind"] == "mla" else (None,))]
 
 
-@pytest.mark.parametrize("name, absorb", DECODE_CASES,
-                         ids=[f"{n}-{'absorbed' if a else 'plain'}" for n, a in DECODE_CASES])
-def test_cached_decoding_matches_transformers(name, absorb):
+@pytest.mark.parametrize("name, form", DECODE_CASES,
+                         ids=[f"{n}-{f or 'plain'}" for n, f in DECODE_CASES])
+def test_cached_decoding_matches_transformers(name, form):
     spec, hf, ours = paired_models(name)
-    for module in ours.modules():
-        if isinstance(module, MLAttention):
-            module.absorb = absorb
+    if form is not None:
+        assert set_mla_decode_form(ours, form) == spec.n_layers
     ids = _ids(spec.vocab_size)
     prompt, chunk = 5, 3  # a prefill, a chunk of 3 after it (masked against the cache), then 1 by 1
     with torch.no_grad():

@@ -7,12 +7,10 @@ from pathlib import Path
 import pytest
 
 from archscope.cli import main
-from report_tables import COMMITTED
 
 
 @pytest.fixture(scope="session")
 def regenerated(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("reports")
-    main(["report", "--out", str(out), "--data", str(COMMITTED / "data"),
-          "--claims", str(COMMITTED / "claims")])
+    main(["report", "--out", str(out)])  # the inputs default to the repository's reports/
     return out

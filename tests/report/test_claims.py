@@ -5,9 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from archscope.report.claims import check_claim_files, claims_markdown
-from archscope.report.claims_render import claims_text
-from archscope.report.stated import parse_stated
+from archscope.claims import check_claim_files, claims_markdown, claims_text, parse_stated
 
 CLAIMS_DIR = Path(__file__).resolve().parents[2] / "reports" / "claims"
 

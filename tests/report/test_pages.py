@@ -7,9 +7,9 @@ import json
 import pytest
 from report_tables import IMAGE, LINK, MERMAID, generated_files, mermaid_problems
 
-from archscope.report.mermaid import block_diagram, model_diagram
-from archscope.report.dive_records import structure_groups
-from archscope.report.profiles import load_profiles, profiles_page
+from archscope.report.diagrams.mermaid import block_diagram, model_diagram
+from archscope.report.records import structure_groups
+from archscope.report.pages.profiles import load_profiles, profiles_page
 from archscope.spec import load_spec, preset_names
 
 

@@ -81,7 +81,7 @@ def test_a_pickle_is_refused_by_default_and_read_safely_when_allowed(run_cli, si
     tensors = load_file(single_file_llama / "model.safetensors")
     torch.save(tensors, single_file_llama / "pytorch_model.bin")
     (single_file_llama / "model.safetensors").unlink()
-    _refused(_generate(run_cli, single_file_llama), "pytorch_model.bin", "--allow-pickle")
+    _refused(_generate(run_cli, single_file_llama), "pytorch_model.bin", "allow_pickle=True")
     code, _, err = _generate(run_cli, single_file_llama, "--allow-pickle")
     assert code == 0, err
 
@@ -107,4 +107,4 @@ def test_chat_without_a_template_is_refused(run_cli, single_file_llama):
     data.pop("chat_template", None)
     config.write_text(json.dumps(data))
     (single_file_llama / "chat_template.jinja").unlink(missing_ok=True)
-    _refused(_generate(run_cli, single_file_llama, "--chat"), "chat template")
+    _refused(_generate(run_cli, single_file_llama, "--chat"), "chat=True", "chat template")

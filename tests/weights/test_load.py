@@ -170,7 +170,7 @@ def test_placement_runs_offloaded_modules_on_the_main_device():
 
 
 def test_a_model_larger_than_memory_is_refused_before_anything_is_read(llama_dir, monkeypatch):
-    import archscope.measure.resources as resources
+    import archscope.weights.placement as resources
 
     monkeypatch.setattr(resources, "available_bytes", lambda device: 1000)
     with pytest.raises(InputError, match="nothing was loaded"):

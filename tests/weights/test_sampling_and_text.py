@@ -41,11 +41,15 @@ def test_top_k_and_top_p_keep_only_their_candidates():
     assert torch.allclose(kept.sum(), torch.tensor(1.0))
 
 
-@pytest.mark.parametrize("kwargs", [dict(temperature=-1.0), dict(temperature=1.0, top_k=0),
-                                    dict(temperature=1.0, top_p=1.5)])
-def test_bad_sampling_values_are_input_errors(kwargs):
-    with pytest.raises(InputError):
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(temperature=-1.0), "temperature must be >= 0, got -1.0"),
+    (dict(temperature=1.0, top_k=0), "top_k must be >= 1, got 0"),
+    (dict(temperature=1.0, top_p=1.5), "top_p must be in (0, 1], got 1.5"),
+])
+def test_bad_sampling_values_are_input_errors(kwargs, message):
+    with pytest.raises(InputError) as err:
         make_sampler(**kwargs)
+    assert str(err.value) == message
 
 
 @pytest.fixture(scope="module")

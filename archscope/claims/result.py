@@ -1,0 +1,40 @@
+"""One checked claim: what was stated, what was computed, the verdict and its likely cause."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    file: str
+    id: str
+    document: str
+    section: str
+    model: str
+    quantity: str
+    stated: str
+    unit: str
+    verdict: str  # agrees, differs or skipped
+    computed: float | int | str | None = None
+    computed_text: str = ""
+    cause: str = ""
+    note: str = ""
+    conditions: dict = field(default_factory=dict)
+    what_if: tuple[str, ...] = ()
+    versus: dict | None = None
+
+    @property
+    def setting(self) -> str:
+        """Conditions, what-if and comparison in one line, for tables."""
+        parts = [", ".join(f"{k}={_cond(v)}" for k, v in self.conditions.items())]
+        parts += [f"set {s}" for s in self.what_if]
+        if self.versus:
+            other = self.versus.get("model", "same model")
+            sets = "".join(f" set {s}" for s in self.versus.get("set", ()))
+            parts.append(f"{self.versus['relation']} vs {other}{sets}")
+        return "; ".join(p for p in parts if p)
+
+
+def _cond(value) -> str:
+    return "+".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)

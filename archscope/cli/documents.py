@@ -1,0 +1,117 @@
+"""`archscope report` and `check-claims`: the commands that write or check documents."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from archscope.cli.group import cli
+from archscope.cli.options import _echo_json
+
+
+@cli.command("check-claims")
+@click.argument("files", nargs=-1, type=click.Path(), metavar="FILE...")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]),
+              default="table", show_default=True)
+@click.option("--strict", is_flag=True, help="Exit 1 when any claim differs.")
+@click.option("--quantities", "list_quantities", is_flag=True,
+              help="List the quantities a claim can name, with their conditions, and exit.")
+def check_claims(files, fmt, strict, list_quantities):
+    """Recompute a document's claims (YAML files, or folders of them) and mark each agrees or
+    differs, with the computed value and the likely cause of a difference. The file format
+    is described in archscope/claims/files.py.
+
+    \b
+    Examples:
+      archscope check-claims reports/claims/
+      archscope check-claims my-claims.yaml --format markdown
+      archscope check-claims --quantities
+    """
+    from archscope.claims import check_claim_files
+
+    if list_quantities:
+        from archscope.claims import quantities_text
+
+        click.echo(quantities_text(), nl=False)
+        return
+    if not files:
+        raise click.UsageError("give at least one claims file (or folder)")
+    results = check_claim_files(files)
+    if fmt == "json":
+        from dataclasses import asdict
+
+        _echo_json([asdict(r) for r in results])
+    elif fmt == "markdown":
+        from archscope.claims import claims_markdown
+
+        click.echo(claims_markdown(results), nl=False)
+    else:
+        from archscope.claims import claims_text
+
+        click.echo(claims_text(results), nl=False)
+    if strict and any(r.verdict == "differs" for r in results):
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--out", type=click.Path(file_okay=False), default="reports", show_default=True,
+              help="Folder to write comparison.md, models/, figures/, profiles.md, data/.")
+@click.option("--data", "data_dir", type=click.Path(file_okay=False), default=None,
+              help="Profile JSON files to tabulate [default: the repository's reports/data].")
+@click.option("--claims", "claims_dir", type=click.Path(file_okay=False), default=None,
+              help="Claims YAML files to check into claims.md [default: the repository's "
+                   "reports/claims].")
+def report(out, data_dir, claims_dir):
+    """Regenerate the whole reports/ tree: markdown pages, figures, estimates.json, claims.md
+    and profiles.md, with their inputs (claims transcriptions, profile runs) copied alongside.
+
+    The output is deterministic (no timestamps): the same specs and inputs give the same bytes,
+    in any folder. Files are built in memory first and each is replaced atomically, so a
+    failure leaves nothing half-written.
+
+    \b
+    Examples:
+      archscope report
+      archscope report --out /tmp/reports
+      archscope report --out /tmp/reports --data my-runs/ --claims my-claims/
+    """
+    import os
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from archscope.report import inputs
+    from archscope.report.pages.build import build_reports
+    from archscope.report.pages.profiles import load_profiles
+    from archscope.spec import load_spec, preset_names
+
+    out = Path(out)
+    data_dir = Path(data_dir) if data_dir else inputs.default_data_dir()
+    claims_dir = Path(claims_dir) if claims_dir else inputs.default_claims_dir()
+    for folder, what in ((data_dir, "profiles.md has no runs"), (claims_dir, "no claims.md")):
+        if not folder.is_dir():
+            click.echo(f"warning: {folder} does not exist: {what}", err=True)
+    specs = [load_spec(name) for name in preset_names()]
+    profiles = load_profiles(data_dir)
+    claims = _claims_page(claims_dir)
+    with tqdm(total=len(specs) + 2, desc="report", unit="step", file=sys.stderr, leave=False,
+              disable=None) as bar:
+        files = build_reports(specs, profiles, claims, progress=lambda _label: bar.update())
+    files.update(inputs.input_files(claims_dir, data_dir))
+    for rel, body in files.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(body)
+        os.replace(tmp, path)  # atomic: a reader sees the old file or the new one
+    click.echo(f"wrote {len(files)} files under {out}", err=True)
+
+
+def _claims_page(folder) -> str | None:
+    """claims.md from the claims files in `folder` (None when there are none)."""
+    if not folder.is_dir() or not any(folder.glob("*.yaml")):
+        return None
+    from archscope.claims import check_claim_files, claims_markdown
+
+    return claims_markdown(check_claim_files([folder]))

@@ -1,0 +1,124 @@
+"""`archscope list`, `show` and `compare`: the analytic commands (no torch unless --verify)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from archscope.cli.group import cli
+from archscope.cli.options import _echo_json, _estimate_options, _record, _set_option
+
+
+@cli.command("list")
+def list_cmd():
+    """List the shipped presets, one line each."""
+    from archscope.estimate.params import count_params
+    from archscope.report.fmt import human
+    from archscope.report.wording import attention
+    from archscope.spec import load_spec, preset_names
+
+    names = preset_names()
+    width = max(map(len, names))
+    for name in names:
+        spec = load_spec(name)
+        p = count_params(spec)
+        active = f" ({human(p.active)} active)" if p.active != p.total else ""
+        click.echo(f"{name:<{width}}  {human(p.total):>6}{active:<16}  {spec.n_layers:>3} layers, "
+                   f"d_model {spec.d_model}, {attention(spec.attention)}")
+
+
+@cli.command()
+@click.argument("model")
+@_set_option
+@click.option("--verify", is_flag=True,
+              help="Also build the model on the meta device and count its parameters.")
+@_estimate_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
+         fmt):
+    """One model: its spec, per-layer structure, parameters, cache, FLOPs and memory.
+
+    \b
+    Examples:
+      archscope show llama-3.2-1b
+      archscope show llama-3.1-8b --dtype int4 --seq-len 32768
+      archscope show mistral-7b-v0.1 --set attention.window=null --verify
+      archscope show deepseek-v2 --format json
+    """
+    from archscope.report.costs import SHOW_LENGTHS, below_context, details_record
+    from archscope.spec import load_spec
+    from archscope.spec.fields import to_mapping
+
+    spec = load_spec(model, overrides)
+    lengths = sorted({*below_context(spec, SHOW_LENGTHS), seq_len})
+    record = _record(spec, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, lengths)
+    details = details_record(spec, record, lengths)
+    params = record.params
+    counted = None
+    if verify or fmt == "text":
+        from archscope.measure.counted import counted_params, layer_module_rows
+    if verify:
+        counted = counted_params(spec)
+    if fmt == "json":
+        out = {"model": spec.name, "spec": to_mapping(spec), "params_total": params.total,
+               "params_active": params.active, "params_embedding": params.embedding,
+               "record": record.row(seq_len), "details": details}
+        if counted is not None:
+            out["params_counted"] = counted
+        _echo_json(out)
+    else:
+        from archscope.report.terminal.show import show_text
+
+        click.echo(show_text(spec, record, layer_module_rows(spec), details, counted), nl=False)
+    if counted is not None and counted != params.total:
+        click.echo(f"error: analytic parameter count {params.total:,} differs from the built "
+                   f"module's {counted:,}", err=True)
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("models", nargs=-1, metavar="[MODEL]...")
+@_estimate_options
+@_set_option
+@click.option("--verify", is_flag=True,
+              help="Also count each model built on the meta device; exit 1 on any mismatch.")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]),
+              default="table", show_default=True)
+def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, overrides,
+            verify, fmt):
+    """Models side by side: parameters, KV cache, FLOPs and weights, from their specs.
+
+    With no MODEL, every preset. A seq_len past a model's context is computed anyway and
+    flagged (`exceeds_context`).
+
+    \b
+    Examples:
+      archscope compare
+      archscope compare llama-3.2-1b mistral-7b-v0.1 deepseek-v2 --seq-len 32768
+      archscope compare llama-3.2-1b --set attention.n_kv_heads=32   # what GQA saves
+      archscope compare deepseek-v2 --mla-flops recompute --format json
+    """
+    from archscope.spec import load_spec, preset_names
+
+    specs = [load_spec(m, overrides) for m in (models or preset_names())]
+    records = [_record(spec, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops).row()
+               for spec in specs]
+    if verify:
+        from archscope.measure.counted import counted_params
+
+        for spec, record in zip(specs, records):
+            record["params_counted"] = counted_params(spec)
+    if fmt == "json":
+        _echo_json(records)
+    else:
+        from archscope.report.terminal.compare import render
+
+        click.echo(render(records, fmt), nl=False)
+    wrong = [r for r in records if verify and r["params_counted"] != r["params_total"]]
+    for r in wrong:
+        click.echo(f"error: {r['model']}: analytic parameters {r['params_total']:,} != counted "
+                   f"{r['params_counted']:,}", err=True)
+    if wrong:
+        sys.exit(1)

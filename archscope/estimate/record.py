@@ -1,0 +1,189 @@
+"""One model's numbers in one typed, frozen record: every surface reads it, none recomputes.
+
+`model_record(spec, contexts, ...)` is the single place where parameters, the cache, FLOPs,
+weight bytes and inference memory are put together for a model under stated conventions.
+`show`, `compare`, `report`, the claims checker, `profile`'s estimated side and the figures all
+read a record (`ModelRecord.row(n)` is the `compare --format json` element).
+
+Conventions (named in the record, `Conventions`):
+- weight_dtype prices the weights; cache_dtype prices the KV cache. By default the cache is kept
+  in the compute dtype: the weight dtype when it is 16 bits or wider, else bf16 (int8, int4 and
+  fp8 are weight-only formats unless a cache dtype is given). Activations are always priced in
+  the compute dtype.
+- attention_flops: the prefill's attention, `causal` (the unmasked half) or `full` (the square).
+- mla_flops: the MLA decode convention, `absorbed` (default, what serving kernels run),
+  `recompute` or `naive` (estimate/flops.py). A prefill decompresses each latent once under
+  every convention, so prefill FLOPs are computed with `naive`.
+- batch: sequences; the cache, the prefill and the memory are for the whole batch, the decode
+  FLOPs per token (`flops_per_token`) for one sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from archscope.errors import InputError
+from archscope.estimate.dtypes import WEIGHT_DTYPES, canonical_dtype, nbytes
+from archscope.estimate.flops import (MLA_CONVENTIONS, FlopCount, decode_flops, prefill_flops,
+                                      training_flops)
+from archscope.estimate.kv_cache import (KVCache, decompressed_elements_per_token, kv_cache,
+                                         kv_elements_per_token, mha_elements_per_token)
+from archscope.estimate.memory import InferenceMemory, compute_dtype, inference_memory
+from archscope.estimate.params import ParamCount, count_params
+from archscope.spec import ModelSpec
+
+DEFAULT_CONTEXT = 4096
+
+
+@dataclass(frozen=True)
+class Conventions:
+    batch: int = 1
+    weight_dtype: str = "bf16"
+    cache_dtype: str = "bf16"
+    attention_flops: str = "causal"  # prefill attention: causal | full
+    mla_flops: str = "absorbed"  # MLA decode: absorbed | recompute | naive
+
+
+@dataclass(frozen=True)
+class CacheGroup:
+    """Layers that cache alike: elements per token per layer, and the window that caps them."""
+
+    layers: tuple[int, ...]
+    variant: str  # GQA, MHA, MQA, MLA
+    window: int | None
+    elements_per_token: int  # what the model's own cache holds
+    decompressed_elements_per_token: int  # MLA after kv_b_proj (GQA: the same)
+    mha_elements_per_token: int  # one K and V per query head: the MHA-equivalent
+    bytes_per_token: int  # elements_per_token at the cache dtype
+
+
+@dataclass(frozen=True)
+class AtContext:
+    """Everything that depends on the context length."""
+
+    seq_len: int
+    exceeds_context: bool  # seq_len > the model's max_seq_len: computed as a what-if
+    cache: KVCache  # batch x seq_len tokens at the cache dtype
+    state_bytes: int  # per-sequence constant state (conv/SSM) of the whole batch; 0 without
+    decode: FlopCount  # one decode step of ONE sequence, under the record's mla convention
+    decode_by_mla: dict[str, int]  # every MLA convention's decode total (empty without MLA)
+    prefill: FlopCount  # the whole batch's prompts of seq_len, logits for every position
+    training_flops_per_token: int  # 3 x the causal forward per token
+    memory: InferenceMemory  # weights + cache + activations of the prefill
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        return self.cache.bytes
+
+    @property
+    def cache_bytes(self) -> int:
+        """Per-token cache plus constant state: what the batch holds at this context."""
+        return self.cache.bytes + self.state_bytes
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    model: str
+    attention: str  # 'GQA', 'MLA', or e.g. 'GQA+MHA' when layers differ
+    moe: bool
+    conventions: Conventions
+    params: ParamCount
+    cache_groups: tuple[CacheGroup, ...]
+    kv_cache_bytes_per_token: int  # one more token of context, all layers, one sequence
+    weights_bytes: int  # at the weight dtype
+    weights_by_dtype: dict[str, int]
+    contexts: tuple[AtContext, ...] = field(default_factory=tuple)
+
+    def at(self, seq_len: int) -> AtContext:
+        for c in self.contexts:
+            if c.seq_len == seq_len:
+                return c
+        raise InputError(f"{self.model}: the record has no context {seq_len} "
+                         f"(it has {', '.join(str(c.seq_len) for c in self.contexts)})")
+
+    def row(self, seq_len: int | None = None) -> dict:
+        """The flat JSON object `compare --format json` prints (integers for every count)."""
+        c = self.at(seq_len) if seq_len is not None else self.contexts[0]
+        v = self.conventions
+        return {
+            "model": self.model, "attention": self.attention, "moe": self.moe,
+            "seq_len": c.seq_len, "batch": v.batch, "dtype": v.weight_dtype,
+            "kv_dtype": v.cache_dtype,
+            "params_total": self.params.total, "params_active": self.params.active,
+            "params_embedding": self.params.embedding,
+            "kv_cache_bytes": c.cache.bytes, "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
+            "state_bytes": c.state_bytes, "cache_bytes": c.cache_bytes,
+            "flops_per_token": c.decode.total, "prefill_flops": c.prefill.total,
+            "prefill_attention": v.attention_flops, "mla_flops": v.mla_flops,
+            "training_flops_per_token": c.training_flops_per_token,
+            "weights_bytes": self.weights_bytes,
+            "inference_memory_bytes": c.memory.total, "exceeds_context": c.exceeds_context,
+        }
+
+
+def _variants(spec: ModelSpec) -> str:
+    return "+".join(dict.fromkeys(layer.attention.variant for layer in spec.plan))
+
+
+def cache_groups(spec: ModelSpec, cache_dtype: str) -> tuple[CacheGroup, ...]:
+    groups: dict = {}
+    for layer in spec.plan:
+        groups.setdefault(layer.attention, []).append(layer.index)
+    return tuple(CacheGroup(tuple(idx), a.variant, a.window, kv_elements_per_token(a),
+                            decompressed_elements_per_token(a), mha_elements_per_token(a),
+                            nbytes(kv_elements_per_token(a), cache_dtype))
+                 for a, idx in groups.items())
+
+
+def conventions(batch: int = 1, weight_dtype: str = "bf16", cache_dtype: str | None = None,
+                attention_flops: str = "causal", mla_flops: str = "absorbed") -> Conventions:
+    """Checked conventions; the cache dtype defaults to the compute dtype of the weights."""
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise InputError(f"batch must be a positive integer, got {batch!r}")
+    if attention_flops not in ("causal", "full"):
+        raise InputError(f"attention_flops must be 'causal' or 'full', got {attention_flops!r}")
+    if mla_flops not in MLA_CONVENTIONS:
+        raise InputError(f"mla_flops must be one of {', '.join(MLA_CONVENTIONS)}, "
+                         f"got {mla_flops!r}")
+    weight_dtype = canonical_dtype(weight_dtype)
+    cache_dtype = canonical_dtype(cache_dtype) if cache_dtype else compute_dtype(weight_dtype)
+    return Conventions(batch, weight_dtype, cache_dtype, attention_flops, mla_flops)
+
+
+def _by_mla(spec: ModelSpec, n: int) -> dict[str, int]:
+    """Decode totals under each MLA convention, when they differ (only MLA layers differ)."""
+    totals = {c: decode_flops(spec, n, 1, mla=c).total for c in MLA_CONVENTIONS}
+    return totals if len(set(totals.values())) > 1 else {}
+
+
+def _at(spec: ModelSpec, n: int, v: Conventions) -> AtContext:
+    return AtContext(
+        seq_len=n, exceeds_context=n > spec.max_seq_len,
+        cache=kv_cache(spec, n, v.batch, v.cache_dtype), state_bytes=0,
+        decode=decode_flops(spec, n, 1, mla=v.mla_flops),
+        decode_by_mla=_by_mla(spec, n),
+        prefill=prefill_flops(spec, n, v.batch, attention=v.attention_flops, mla="naive"),
+        training_flops_per_token=round(training_flops(spec, n).per_token),
+        memory=inference_memory(spec, n, v.batch, v.weight_dtype, kv_dtype=v.cache_dtype))
+
+
+def model_record(spec: ModelSpec, contexts=(DEFAULT_CONTEXT,), batch: int = 1,
+                 weight_dtype: str = "bf16", cache_dtype: str | None = None,
+                 attention_flops: str = "causal", mla_flops: str = "absorbed") -> ModelRecord:
+    """The record of `spec` at each context length in `contexts` (an int or a sequence; the
+    first is the one `row()` gives by default), under the conventions given."""
+    v = conventions(batch, weight_dtype, cache_dtype, attention_flops, mla_flops)
+    lengths = (contexts,) if isinstance(contexts, int) else tuple(dict.fromkeys(contexts))
+    if not lengths:
+        raise InputError("a record needs at least one context length")
+    for n in lengths:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise InputError(f"context lengths must be positive integers, got {n!r}")
+    params = count_params(spec)
+    return ModelRecord(
+        model=spec.name, attention=_variants(spec), moe=spec.moe, conventions=v, params=params,
+        cache_groups=cache_groups(spec, v.cache_dtype),
+        kv_cache_bytes_per_token=kv_cache(spec, 1, 1, v.cache_dtype).bytes_per_token,
+        weights_bytes=nbytes(params.total, v.weight_dtype),
+        weights_by_dtype={d: nbytes(params.total, d) for d in WEIGHT_DTYPES},
+        contexts=tuple(_at(spec, n, v) for n in lengths))

@@ -1,0 +1,36 @@
+"""One home per component kind: everything archscope knows about a kind, found from one entry.
+
+A layer's attention and FFN are picked by the spec's `kind`. For each kind, its module here
+registers one entry holding: the torch module that builds it (named by import path, so that the
+analytic side never imports torch), its parameter parts and multiply-adds (params and FLOPs read
+them), its cache layout (attention), the widths its activations need (memory), its wording (one
+line for `show`, a table cell, a diagram title, a short overview line) and its diagram node.
+
+Adding a kind means adding its torch module, its entry module here (listed in `_ENTRY_MODULES`)
+and its spec fields; nothing under `report/` or `estimate/` changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from archscope.kinds.base import AttentionKind, FFNKind
+from archscope.kinds.registry import ATTENTION, FFN, attention_kind, ffn_kind, register
+
+_ENTRY_MODULES = ("gqa", "mla", "mlp", "swiglu", "moe")
+
+
+def kind_of(component) -> AttentionKind | FFNKind:
+    """The entry for an AttentionSpec or FFNSpec (by its type and its `kind`)."""
+    from archscope.spec.schema import AttentionSpec
+
+    if isinstance(component, AttentionSpec):
+        return attention_kind(component.kind)
+    return ffn_kind(component.kind)
+
+
+for _name in _ENTRY_MODULES:
+    importlib.import_module(f"archscope.kinds.{_name}")
+
+__all__ = ["ATTENTION", "FFN", "AttentionKind", "FFNKind", "attention_kind", "ffn_kind",
+           "kind_of", "register"]

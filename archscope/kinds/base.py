@@ -1,0 +1,102 @@
+"""The shape of a kind's entry, and the parameter parts entries are made of.
+
+A `Part` is one named piece of the model (a projection, a norm, a group of experts) with its
+parameters and its multiply-adds per token: the weight elements of its matmuls (biases, norms,
+activations and lookups do no matmul work). Parts mirror transformers' modules and HF names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Part:
+    """One named piece of the model, summed over the copies it has."""
+
+    name: str  # breakdown key: "attention.q_proj", "ffn.experts", "norms", "lm_head", ...
+    params: int  # parameters of one copy
+    macs: int = 0  # multiply-adds per token of one copy
+    copies: int = 1  # stored copies (routed experts: n_experts)
+    active: int = 1  # copies one token uses (routed experts: top_k)
+    per_key: bool = False  # MLA kv_b_proj: applied per decompressed key (see estimate/flops.py)
+
+
+def linear(name: str, d_in: int, d_out: int, bias: bool = False) -> Part:
+    """nn.Linear(d_in, d_out): d_in*d_out weights (+ d_out bias); d_in*d_out multiply-adds."""
+    return Part(name, d_in * d_out + (d_out if bias else 0), d_in * d_out)
+
+
+def norm(name: str, size: int, bias: bool = False) -> Part:
+    """RMSNorm(size) has a weight; LayerNorm(size) a weight and, usually, a bias."""
+    return Part(name, size * (2 if bias else 1))
+
+
+def merged(name: str, parts: list[Part], copies: int = 1, active: int = 1) -> Part:
+    """Several parts reported as one (an expert's gate/up/down), with `copies` of it stored."""
+    return Part(name, sum(p.params for p in parts), sum(p.macs for p in parts), copies, active)
+
+
+def gated_parts(prefix: str, d: int, d_ff: int, bias: bool) -> list[Part]:
+    """A gated MLP (SwiGLU): gate_proj and up_proj d -> d_ff, down_proj d_ff -> d."""
+    return [linear(f"{prefix}.gate_proj", d, d_ff, bias),
+            linear(f"{prefix}.up_proj", d, d_ff, bias),
+            linear(f"{prefix}.down_proj", d_ff, d, bias)]
+
+
+def load_factory(path: str) -> Callable:
+    """'archscope.nn.ffn:swiglu' -> the callable (imported only when a model is built)."""
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+# Wording and drawing receive plain values; `Graph` is report.diagrams' mermaid builder (duck
+# typed here, so the kinds do not depend on report/).
+Drawer = Callable[..., tuple[list[str], str]]
+
+
+@dataclass(frozen=True)
+class AttentionKind:
+    """An attention kind. Cache sizes are elements per token per layer."""
+
+    name: str
+    module: str  # factory (spec, attention spec) -> nn.Module, as 'package.module:attr'
+    parts: Callable  # (attn, d_model) -> list[Part]
+    cache_elements: Callable  # (attn) -> what the model's own cache holds per token
+    decompressed_elements: Callable  # (attn) -> per token after any up-projection
+    pair_dims: Callable  # (attn, mla convention) -> (q/k dim, v dim) one query-key pair costs
+    mha_projections: Callable  # (attn, d_model) -> {module: params} with one K/V per query head
+    cache_formula: Callable  # (attn) -> what one token caches, as a formula: '2 × 8 × 64'
+    describe: Callable  # (attn) -> one line for `show` and `list`
+    label: Callable  # (attn) -> a comparison cell: 'GQA + sliding window 4,096'
+    heads: Callable  # (attn) -> 'query/KV heads' cell
+    title: Callable  # (attn) -> the diagram's attention subgraph title
+    short: Callable  # (attn) -> the model overview's line: 'GQA 32/8 heads'
+    draw: Drawer  # (graph, spec, attn) -> (entry node ids, exit node id)
+    compressed_cache: bool = False  # the cache holds less than the per-head K/V (MLA's latent)
+
+    def factory(self) -> Callable:
+        return load_factory(self.module)
+
+
+@dataclass(frozen=True)
+class FFNKind:
+    """A feed-forward kind."""
+
+    name: str
+    module: str  # factory (spec, ffn spec) -> nn.Module, as 'package.module:attr'
+    parts: Callable  # (ffn, d_model) -> list[Part]
+    hidden: Callable  # (ffn) -> the hidden width per expert (the expansion numerator)
+    activation_width: Callable  # (ffn) -> widest activation per token (memory estimate)
+    display: str  # the kind's name for people: 'SwiGLU'
+    describe: Callable  # (ffn, d_model) -> one line for `show` and `list`
+    label: Callable  # (ffn) -> a comparison cell
+    title: Callable  # (ffn) -> the diagram's FFN subgraph title
+    short: Callable  # (ffn) -> the model overview's fragment: 'SwiGLU 8,192'
+    draw: Drawer  # (graph, spec, ffn) -> (entry node ids, exit node id)
+    claim_names: Callable  # (ffn) -> names a document may use for it: ['SwiGLU', 'MoE']
+
+    def factory(self) -> Callable:
+        return load_factory(self.module)

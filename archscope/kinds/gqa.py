@@ -1,0 +1,86 @@
+"""Grouped-query attention (MHA when n_kv_heads == n_heads, MQA when 1), optionally windowed.
+
+Modules as transformers' Llama: q_proj d -> n_heads*head_dim, k_proj and v_proj d ->
+n_kv_heads*head_dim (bias when attention.bias), o_proj n_heads*head_dim -> d (bias when
+attention.has_out_bias). The cache holds one key and one value per KV head per token:
+2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window` tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from archscope.kinds.registry import register
+from archscope.kinds.base import AttentionKind, linear
+from archscope.kinds.wording import (attention_extras, rope_text, scale_text, window_label,
+                                     window_short)
+from archscope.units import bias_text, commas
+
+
+def parts(attn, d: int):
+    q_width = attn.n_heads * attn.head_dim
+    kv_width = attn.n_kv_heads * attn.head_dim
+    return [linear("attention.q_proj", d, q_width, attn.bias),
+            linear("attention.k_proj", d, kv_width, attn.bias),
+            linear("attention.v_proj", d, kv_width, attn.bias),
+            linear("attention.o_proj", q_width, d, attn.has_out_bias)]
+
+
+def cache_elements(attn) -> int:
+    return 2 * attn.n_kv_heads * attn.head_dim
+
+
+def mha_projections(attn, d: int) -> dict[str, int]:
+    """The same layer with n_kv_heads = n_heads."""
+    mha = dataclasses.replace(attn, n_kv_heads=attn.n_heads)
+    return {p.name.split(".", 1)[1]: p.params for p in parts(mha, d)}
+
+
+def describe(attn) -> str:
+    return (f"{attn.variant}: {attn.n_heads} query / {attn.n_kv_heads} KV heads x "
+            f"{attn.head_dim} (group {attn.group_size})") + attention_extras(attn)
+
+
+def title(a) -> str:
+    return f"{a.variant} self-attention: {a.n_heads} query / {a.n_kv_heads} KV heads × {a.head_dim}"
+
+
+def draw(g, spec, a):
+    d, hd = commas(spec.d_model), commas(a.head_dim)
+    q = g.node("q", f"q_proj{bias_text(a.bias)}<br/>{d} → {a.n_heads}×{hd}")
+    k = g.node("k", f"k_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
+    v = g.node("v", f"v_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
+    window = f"<br/>holds the last {commas(a.window)} tokens" if a.window else ""
+    cache = g.store("cache", f"KV cache<br/>2 × {a.n_kv_heads} × {hd} per token{window}")
+    span = f"<br/>sliding window {commas(a.window)}" if a.window else ""
+    share = (f"{a.group_size} query heads share each KV head" if a.group_size > 1
+             else "one KV head per query head")
+    sdpa = g.node("sdpa", f"causal softmax(q·kᵀ {scale_text(spec, a.head_dim)})·v<br/>"
+                          f"{share}{span}")
+    o = g.node("o_proj", f"o_proj{bias_text(a.has_out_bias)}<br/>{a.n_heads}×{hd} → {d}")
+    if spec.position.kind == "rope":
+        rope = g.node("rope", f"{rope_text(spec)}<br/>on q and k")
+        g.edge(q, rope, "q")
+        g.edge(k, rope, "k")
+        g.edge(rope, sdpa, "q")
+        g.edge(rope, cache, "k")
+    else:
+        g.edge(q, sdpa, "q")
+        g.edge(k, cache, "k")
+    g.edge(v, cache, "v")
+    g.edge(cache, sdpa, "k, v")
+    g.edge(sdpa, o)
+    return [q, k, v], o
+
+
+register(AttentionKind(
+    name="gqa", module="archscope.nn.attention:GQAAttention", parts=parts,
+    cache_elements=cache_elements, decompressed_elements=cache_elements,
+    pair_dims=lambda a, convention: (a.head_dim, a.head_dim),
+    mha_projections=mha_projections, describe=describe,
+    cache_formula=lambda a: f"2 × {a.n_kv_heads} × {a.head_dim}",
+    label=lambda a: a.variant + window_label(a),
+    heads=lambda a: f"{a.n_heads}/{a.n_kv_heads}",
+    title=title,
+    short=lambda a: f"{a.variant} {a.n_heads}/{a.n_kv_heads} heads" + window_short(a),
+    draw=draw))

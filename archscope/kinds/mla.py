@@ -1,0 +1,113 @@
+"""Multi-head latent attention (DeepSeek-V2, section 2.1; transformers' DeepseekV2Attention).
+
+Modules: q_a_proj d -> q_lora_rank, q_a_layernorm RMSNorm(q_lora_rank), q_b_proj q_lora_rank ->
+n_heads*(qk_nope+qk_rope), or without a q_lora_rank q_proj d -> n_heads*(qk_nope+qk_rope);
+kv_a_proj_with_mqa d -> kv_lora_rank + qk_rope_head_dim; kv_a_layernorm RMSNorm(kv_lora_rank);
+kv_b_proj kv_lora_rank -> n_heads*(qk_nope+v_head_dim); o_proj n_heads*v_head_dim -> d. As in
+HF, attention.bias adds a bias to q_a_proj and kv_a_proj_with_mqa only, has_out_bias to o_proj.
+
+Cache: the latent and the one RoPE key every head shares, kv_lora_rank + qk_rope_head_dim
+elements per token per layer (576 for DeepSeek-V2). Decompressed, as a naive implementation
+stores it after kv_b_proj: n_heads * (qk_nope + qk_rope) for K plus n_heads * v_head_dim for V,
+which is also the layer's MHA-equivalent (128 * (192 + 128) = 40,960 for DeepSeek-V2).
+
+FLOPs per query-key pair: per head q/k dim qk_nope + qk_rope and v dim v_head_dim, except under
+the `absorbed` convention, where attention runs on the latent: q/k dim kv_lora_rank +
+qk_rope_head_dim, v dim kv_lora_rank (estimate/flops.py states the conventions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from archscope.kinds.registry import register
+from archscope.kinds.base import AttentionKind, linear, norm
+from archscope.kinds.wording import attention_extras, rope_text, scale_text, window_label
+from archscope.units import commas
+
+
+def parts(attn, d: int):
+    h = attn.n_heads
+    if attn.q_lora_rank:
+        query = [linear("attention.q_a_proj", d, attn.q_lora_rank, attn.bias),
+                 norm("attention.q_a_layernorm", attn.q_lora_rank),
+                 linear("attention.q_b_proj", attn.q_lora_rank, h * attn.qk_head_dim)]
+    else:
+        query = [linear("attention.q_proj", d, h * attn.qk_head_dim)]
+    kv_b = linear("attention.kv_b_proj", attn.kv_lora_rank,
+                  h * (attn.qk_nope_head_dim + attn.v_head_dim))
+    return query + [
+        linear("attention.kv_a_proj_with_mqa", d, attn.kv_lora_rank + attn.qk_rope_head_dim,
+               attn.bias),
+        norm("attention.kv_a_layernorm", attn.kv_lora_rank),
+        replace(kv_b, per_key=True),
+        linear("attention.o_proj", h * attn.v_head_dim, d, attn.has_out_bias)]
+
+
+def pair_dims(attn, convention: str) -> tuple[int, int]:
+    if convention == "absorbed":
+        return attn.kv_lora_rank + attn.qk_rope_head_dim, attn.kv_lora_rank
+    return attn.qk_head_dim, attn.v_head_dim
+
+
+def mha_projections(attn, d: int) -> dict[str, int]:
+    """Plain per-head projections with the same head sizes, no latent."""
+    h = attn.n_heads
+    return {"q_proj": d * h * attn.qk_head_dim, "k_proj": d * h * attn.qk_head_dim,
+            "v_proj": d * h * attn.v_head_dim, "o_proj": h * attn.v_head_dim * d}
+
+
+def describe(attn) -> str:
+    q = f"q_lora_rank {attn.q_lora_rank}" if attn.q_lora_rank else "full-rank q"
+    return (f"MLA: {attn.n_heads} heads, kv_lora_rank {attn.kv_lora_rank}, {q}, "
+            f"qk {attn.qk_nope_head_dim}+{attn.qk_rope_head_dim} (rope), v {attn.v_head_dim}"
+            ) + attention_extras(attn)
+
+
+def draw(g, spec, a):
+    d, h, rank = commas(spec.d_model), a.n_heads, commas(a.q_lora_rank or 0)
+    qk = f"{h}×({a.qk_nope_head_dim}+{a.qk_rope_head_dim})"
+    if a.q_lora_rank:
+        first = g.node("q_a", f"q_a_proj<br/>{d} → {rank}")
+        g.node("q_norm", f"q_a_layernorm<br/>RMSNorm({rank})")
+        q = g.node("q_b", f"q_b_proj<br/>{rank} → {qk}")
+        g.edge(first, "q_norm")
+        g.edge("q_norm", q)
+    else:
+        first = q = g.node("q", f"q_proj<br/>{d} → {qk}")
+    kv_a = g.node("kv_a", f"kv_a_proj_with_mqa<br/>{d} → {a.kv_lora_rank} + {a.qk_rope_head_dim}")
+    kv_norm = g.node("kv_norm", f"kv_a_layernorm<br/>RMSNorm({a.kv_lora_rank})")
+    rope = g.node("rope", f"{rope_text(spec)}<br/>on each head's q_rope and the shared k_rope")
+    cache = g.store("cache", f"KV cache: latent c_KV {a.kv_lora_rank} + k_rope "
+                             f"{a.qk_rope_head_dim}<br/>= {a.kv_lora_rank + a.qk_rope_head_dim} per token")
+    kv_b = g.node("kv_b", f"kv_b_proj<br/>{a.kv_lora_rank} → {h}×({a.qk_nope_head_dim}+{a.v_head_dim})"
+                          f"<br/>per-head k_nope and v")
+    sdpa = g.node("sdpa", f"causal softmax(q·[k_nope, k_rope]ᵀ {scale_text(spec, a.qk_head_dim)})·v"
+                          f"<br/>{h} heads")
+    o = g.node("o_proj", f"o_proj<br/>{h}×{a.v_head_dim} → {d}")
+    g.edge(q, rope, "q")
+    g.edge(kv_a, kv_norm, "latent")
+    g.edge(kv_a, rope, "k_rope")
+    g.edge(kv_norm, cache, "c_KV")
+    g.edge(rope, cache, "k_rope")
+    g.edge(rope, sdpa, "q")
+    g.edge(cache, kv_b, "c_KV")
+    g.edge(cache, sdpa, "k_rope")
+    g.edge(kv_b, sdpa, "k_nope, v")
+    g.edge(sdpa, o)
+    return [first, kv_a], o
+
+
+register(AttentionKind(
+    name="mla", module="archscope.nn.mla:MLAttention", parts=parts,
+    cache_elements=lambda a: a.kv_lora_rank + a.qk_rope_head_dim,
+    decompressed_elements=lambda a: a.n_heads * (a.qk_head_dim + a.v_head_dim),
+    pair_dims=pair_dims, mha_projections=mha_projections, describe=describe,
+    cache_formula=lambda a: f"{a.kv_lora_rank} + {a.qk_rope_head_dim}",
+    label=lambda a: a.variant + window_label(a),
+    heads=lambda a: f"{a.n_heads}/{a.kv_heads} (latent {a.kv_lora_rank}+{a.qk_rope_head_dim})",
+    title=lambda a: (f"MLA self-attention: {a.n_heads} heads, cached latent {a.kv_lora_rank} + "
+                     f"shared RoPE key {a.qk_rope_head_dim}"),
+    short=lambda a: f"MLA {a.n_heads} heads, latent {a.kv_lora_rank}"
+                    + (f", window {commas(a.window)}" if a.window else ""),
+    draw=draw, compressed_cache=True))

@@ -1,0 +1,37 @@
+"""The plain two-matrix MLP of GPT-2: down_proj(act(up_proj(x))), up d -> d_ff, down d_ff -> d
+(biases when ffn.bias). Its activations: d_ff per token."""
+
+from __future__ import annotations
+
+from archscope.kinds.registry import register
+from archscope.kinds.base import FFNKind, linear
+from archscope.kinds.wording import ACTIVATION_NAMES
+from archscope.units import bias_text, commas
+
+
+def parts(ffn, d: int):
+    return [linear("ffn.up_proj", d, ffn.d_ff, ffn.bias),
+            linear("ffn.down_proj", ffn.d_ff, d, ffn.bias)]
+
+
+def draw(g, spec, f, act_name: str | None = None):
+    d = commas(spec.d_model)
+    up = g.node("up", f"up_proj{bias_text(f.bias)}<br/>{d} → {commas(f.d_ff)}")
+    act = g.node("act", act_name or ACTIVATION_NAMES[f.activation])
+    down = g.node("down", f"down_proj{bias_text(f.bias)}<br/>{commas(f.d_ff)} → {d}")
+    g.edge(up, act)
+    g.edge(act, down)
+    return [up], down
+
+
+def describe(f, d: int) -> str:
+    bias = ", bias" if f.bias else ""
+    return f"MLP {d}->{f.d_ff}->{d} ({f.activation}{bias})"
+
+
+register(FFNKind(
+    name="mlp", module="archscope.nn.ffn:mlp", parts=parts,
+    hidden=lambda f: f.d_ff, activation_width=lambda f: f.d_ff,
+    display="MLP", describe=describe, label=lambda f: f"MLP ({f.activation})",
+    title=lambda f: "MLP", short=lambda f: f"MLP {commas(f.d_ff)}", draw=draw,
+    claim_names=lambda f: ["MLP", f.activation]))

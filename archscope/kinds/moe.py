@@ -1,0 +1,69 @@
+"""Mixture of experts: a router d -> n_experts (no bias), n_experts routed SwiGLU experts of
+d_expert, top_k per token, and the shared experts as ONE SwiGLU of n_shared_experts*d_expert.
+
+A token uses the router, top_k routed experts and the shared ones (the `active` count).
+Its activations: gate and up of every expert a token visits, plus the router's logits.
+"""
+
+from __future__ import annotations
+
+from archscope.kinds.registry import register
+from archscope.kinds.base import FFNKind, gated_parts, linear, merged
+from archscope.units import commas, num
+
+
+def parts(ffn, d: int):
+    expert = gated_parts("expert", d, ffn.d_expert, ffn.bias)
+    out = [linear("ffn.router", d, ffn.n_experts),
+           merged("ffn.experts", expert, copies=ffn.n_experts, active=ffn.top_k)]
+    if ffn.shared_experts:
+        shared = gated_parts("shared", d, ffn.shared_experts * ffn.d_expert, ffn.bias)
+        out.append(merged("ffn.shared_experts", shared))
+    return out
+
+
+def _shared(f) -> str:
+    return f" + {f.n_shared_experts} shared" if f.shared_experts else ""
+
+
+def describe(f, d: int) -> str:
+    r = f.routing
+    routing = r.method + (f" ({r.topk_group} of {r.n_group} groups)"
+                          if r.method == "group_limited_greedy" else "")
+    return (f"MoE: {f.n_experts} experts, top-{f.top_k}{_shared(f)}, each SwiGLU "
+            f"{d}->{f.d_expert}->{d}; router {routing}")
+
+
+def draw(g, spec, f):
+    d, r = commas(spec.d_model), f.routing
+    limited = r.method == "group_limited_greedy"
+    groups = f", best {r.topk_group} of {r.n_group} groups" if limited else ""
+    router = g.node("router", f"router<br/>{d} → {f.n_experts}, softmax, top-{f.top_k}{groups}")
+    experts = g.node("experts", f"{f.n_experts} routed experts, {f.top_k} per token<br/>"
+                                f"each SwiGLU {d} → {commas(f.d_expert)} → {d}")
+    weights = "weights renormalised" if r.normalize else "softmax weights"
+    scale = f" × {num(r.scaling_factor)}" if r.scaling_factor != 1 else ""
+    combine = g.circle("combine", f"Σ gᵢ·Eᵢ(x){scale}")
+    g.edge(router, experts, f"top-{f.top_k} ids")
+    g.dotted(router, combine, weights)
+    g.edge(experts, combine)
+    entries, out = [router, experts], combine
+    if f.shared_experts:
+        shared = g.node("shared", f"{f.n_shared_experts} shared experts, every token<br/>one SwiGLU "
+                                  f"{d} → {commas(f.shared_experts * f.d_expert)} → {d}")
+        total = g.circle("moe_sum", "+")
+        g.edge(shared, total)
+        g.edge(combine, total)
+        entries, out = entries + [shared], total
+    return entries, out
+
+
+register(FFNKind(
+    name="moe", module="archscope.nn.moe:MoE", parts=parts,
+    hidden=lambda f: f.d_expert,
+    activation_width=lambda f: 2 * f.d_expert * (f.top_k + f.shared_experts) + f.n_experts,
+    display="MoE", describe=describe,
+    label=lambda f: f"MoE: {f.n_experts} SwiGLU experts, top-{f.top_k}{_shared(f)}",
+    title=lambda f: f"MoE: {f.n_experts} routed experts, top-{f.top_k}{_shared(f)}",
+    short=lambda f: f"MoE {f.n_experts}×{commas(f.d_expert)}, top-{f.top_k}{_shared(f)}",
+    draw=draw, claim_names=lambda f: ["SwiGLU", "MoE"]))

@@ -1,0 +1,41 @@
+"""The gated MLP of Llama: down_proj(act(gate_proj(x)) * up_proj(x)), SiLU by default.
+
+Three matrices: gate_proj and up_proj d -> d_ff, down_proj d_ff -> d (biases when ffn.bias).
+Its activations: gate and up, 2 * d_ff per token.
+"""
+
+from __future__ import annotations
+
+from archscope.kinds.registry import register
+from archscope.kinds.base import FFNKind, gated_parts
+from archscope.kinds.wording import ACTIVATION_NAMES
+from archscope.units import bias_text, commas
+
+
+def draw_gated(g, spec, f, prefix: str = "", width: int | None = None, act_name: str | None = None):
+    """A gated MLP's nodes; MoE draws its shared experts with it too (`prefix`, `width`)."""
+    d, ff = commas(spec.d_model), commas(width or f.d_ff)
+    gate = g.node(prefix + "gate", f"{prefix}gate_proj{bias_text(f.bias)}<br/>{d} → {ff}")
+    up = g.node(prefix + "up", f"{prefix}up_proj{bias_text(f.bias)}<br/>{d} → {ff}")
+    act = g.node(prefix + "act", act_name or ACTIVATION_NAMES[f.activation])
+    mul = g.circle(prefix + "mul", "⊙")
+    down = g.node(prefix + "down", f"{prefix}down_proj{bias_text(f.bias)}<br/>{ff} → {d}")
+    g.edge(gate, act)
+    g.edge(act, mul)
+    g.edge(up, mul)
+    g.edge(mul, down)
+    return [gate, up], down
+
+
+def describe(f, d: int) -> str:
+    bias = ", bias" if f.bias else ""
+    return f"SwiGLU {d}->{f.d_ff}->{d} ({f.activation}{bias})"
+
+
+register(FFNKind(
+    name="swiglu", module="archscope.nn.ffn:swiglu",
+    parts=lambda f, d: gated_parts("ffn", d, f.d_ff, f.bias),
+    hidden=lambda f: f.d_ff, activation_width=lambda f: 2 * f.d_ff,
+    display="SwiGLU", describe=describe, label=lambda f: "SwiGLU",
+    title=lambda f: "SwiGLU MLP", short=lambda f: f"SwiGLU MLP {commas(f.d_ff)}",
+    draw=draw_gated, claim_names=lambda f: ["SwiGLU"]))

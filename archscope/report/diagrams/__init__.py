@@ -1,0 +1,1 @@
+"""Mermaid diagrams of a model and of its decoder blocks, generated from the spec."""

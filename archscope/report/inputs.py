@@ -1,0 +1,33 @@
+"""The committed inputs the reports are built from, beside the specs: the claims transcriptions
+(reports/claims/*.yaml) and the measured profile runs (reports/data/profile-*.json).
+
+They default to the repository's own reports/ folder (next to model_specs/), whatever `--out`
+says, so `archscope report --out DIR` rebuilds the whole tree anywhere; and they are copied into
+the output, so DIR holds everything reports/ holds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPORTS_DIR = Path(__file__).resolve().parents[2] / "reports"
+GENERATED_DATA = "estimates.json"  # written by the report itself, not an input
+
+
+def default_claims_dir() -> Path:
+    return REPORTS_DIR / "claims"
+
+
+def default_data_dir() -> Path:
+    return REPORTS_DIR / "data"
+
+
+def input_files(claims_dir: Path, data_dir: Path) -> dict[str, bytes]:
+    """{path under the output folder: bytes} of every input file, to be copied as they are."""
+    files: dict[str, bytes] = {}
+    if claims_dir.is_dir():
+        files.update({f"claims/{p.name}": p.read_bytes() for p in sorted(claims_dir.glob("*.yaml"))})
+    if data_dir.is_dir():
+        files.update({f"data/{p.name}": p.read_bytes() for p in sorted(data_dir.glob("*.json"))
+                      if p.name != GENERATED_DATA})
+    return files

@@ -1,0 +1,1 @@
+"""Markdown pages: records -> tables -> the files under reports/ (`archscope report`)."""

@@ -1,0 +1,72 @@
+"""Everything `archscope report` writes, as {relative path: bytes}. Nothing is written here.
+
+The CLI writes the mapping (atomically); the tests regenerate it and compare it byte for byte
+with the committed reports/. Determinism: models in name order, dicts built in a fixed order,
+JSON with sorted keys, fixed float formats, PNGs without timestamps or software metadata.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Iterable
+
+from archscope.report.pages.comparison import comparison_page
+from archscope.report.costs import (DIVE_LENGTHS, below_context, cost_record, details_record,
+                                    report_record)
+from archscope.report.pages.deep_dive import deep_dive_page
+from archscope.report.figures import PATHS, all_figures
+from archscope.report.pages.profiles import profiles_page
+from archscope.report.records import architecture_record, module_groups, structure_groups
+from archscope.spec.schema import ModelSpec
+
+ESTIMATES = "data/estimates.json"
+Progress = Callable[[str], None]
+
+
+def model_records(specs: Iterable[ModelSpec]) -> list[dict]:
+    """Architecture facts and costs of each model, in name order (the comparison's rows)."""
+    ordered = sorted(specs, key=lambda s: s.name)
+    return [{**architecture_record(s), **cost_record(s, report_record(s))} for s in ordered]
+
+
+def dive_record(spec: ModelSpec, modules: dict) -> dict:
+    """The deep dive's numbers: its record's details at the usual contexts, and its structure."""
+    details = details_record(spec, report_record(spec), below_context(spec, DIVE_LENGTHS))
+    return {**details, "structure": structure_groups(spec), "modules": module_groups(modules)}
+
+
+def estimates_json(records: list[dict], dives: dict[str, dict]) -> str:
+    models = {r["name"]: {**r, "deep_dive": dives[r["name"]]} for r in records}
+    data = {"conventions": records[0]["conventions"], "models": models}
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
+                  claims_page: str | None = None, progress: Progress | None = None
+                  ) -> dict[str, bytes]:
+    """The report files. `profiles`: profiles.load_profiles records; `claims_page`: the rendered
+    claims check (claims.md), or None to leave it out."""
+    from archscope.measure.counted import layer_module_rows  # builds on meta: imports torch
+
+    tick = progress or (lambda _label: None)
+    specs = sorted(specs, key=lambda s: s.name)
+    records = model_records(specs)
+    tick("estimates")
+    dives = {}
+    for spec in specs:
+        dives[spec.name] = dive_record(spec, layer_module_rows(spec))
+        tick(spec.name)
+    extra = {"Measured profiles": "profiles.md"}
+    if claims_page is not None:
+        extra["Claims check of the explainers"] = "claims.md"
+    text = {"comparison.md": comparison_page(records, PATHS, extra),
+            "profiles.md": profiles_page(profiles),
+            ESTIMATES: estimates_json(records, dives)}
+    for spec, record in zip(specs, records):
+        text[f"models/{spec.name}.md"] = deep_dive_page(spec, record, dives[spec.name], PATHS)
+    if claims_page is not None:
+        text["claims.md"] = claims_page
+    files = {path: body.encode("utf-8") for path, body in text.items()}
+    files.update(all_figures(records))
+    tick("figures")
+    return dict(sorted(files.items()))

@@ -1,0 +1,1 @@
+"""Terminal rendering: records -> aligned text for `show`, `compare` and `profile`."""

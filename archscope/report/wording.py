@@ -1,0 +1,94 @@
+"""Component wording for every surface: one-line descriptions (`show`, `list`, the deep dives'
+configuration) and the comparison's table cells. The words for an attention or FFN kind come
+from its entry in archscope/kinds; only norms and positions, which are not kinds, are worded here.
+"""
+
+from __future__ import annotations
+
+from archscope.kinds import attention_kind, ffn_kind
+from archscope.report.fmt import DASH, layer_ranges, layers_label, num
+from archscope.spec.schema import AttentionSpec, FFNSpec, ModelSpec, NormSpec, PositionSpec
+
+NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
+SCALING_NAMES = {"llama3": "llama3", "yarn": "YaRN", "linear": "linear"}
+POSITION_NAMES = {"learned": "learned absolute", "none": "none", "rope": "RoPE"}
+
+
+# --- one line per spec component ------------------------------------------------------------
+
+def attention(attn: AttentionSpec) -> str:
+    return attention_kind(attn.kind).describe(attn)
+
+
+def ffn(f: FFNSpec, d_model: int) -> str:
+    return ffn_kind(f.kind).describe(f, d_model)
+
+
+def position(p: PositionSpec) -> str:
+    if p.kind != "rope":
+        return {"learned": "learned absolute", "none": "none"}[p.kind]
+    text = f"RoPE theta={p.theta:g}"
+    if p.scaling:
+        text += f", {p.scaling.kind} scaling x{p.scaling.factor:g}"
+    return text
+
+
+def norm(n: NormSpec) -> str:
+    bias = " with bias" if n.has_bias else ""
+    return f"{NORM_NAMES[n.kind]}{bias}, eps {n.eps:g}, {n.position}-norm"
+
+
+def layer_plan(spec: ModelSpec) -> list[dict]:
+    """Layers grouped by identical structure: [{layers: '0-15', count, attention, ffn, note}]."""
+    groups: dict[tuple, list[int]] = {}
+    for layer in spec.plan:
+        key = (attention(layer.attention), ffn(layer.ffn, spec.d_model), layer.note or "")
+        groups.setdefault(key, []).append(layer.index)
+    return [{"layers": layer_ranges(idx), "count": len(idx), "attention": a, "ffn": f, "note": n}
+            for (a, f, n), idx in groups.items()]
+
+
+# --- table cells from the architecture records (records.architecture_record) ----------------
+
+def row_label(record: dict, part: dict, parts: list[dict]) -> str:
+    """The model name, with the layers when its layers differ in this component."""
+    return record["name"] if len(parts) == 1 else f"{record['name']} ({layers_label(part)})"
+
+
+def expand(records: list[dict], key: str) -> list[dict]:
+    """One row per distinct `attention` or `ffn` of each model: {model, record, part}."""
+    return [{"model": row_label(r, part, r[key]), "record": r, "part": part}
+            for r in records for part in r[key]]
+
+
+def head_dim(a: dict) -> str:
+    if a["qk_head_dim"] == a["v_head_dim"]:
+        return f"{a['qk_head_dim']}"
+    return f"qk {a['qk_head_dim']}, v {a['v_head_dim']}"
+
+
+def joined(record: dict, key: str, text) -> str:
+    """One text per distinct component, with its layers when there are several."""
+    parts = record[key]
+    if len(parts) == 1:
+        return text(parts[0])
+    return "; ".join(f"{text(p)} ({layers_label(p)})" for p in parts)
+
+
+def position_cell(record: dict) -> str:
+    p = record["position"]
+    text = POSITION_NAMES[p["kind"]]
+    if p["kind"] == "rope":
+        text += f" θ={num(p['theta'])}"
+    if p["scaling"]:
+        text += f" + {SCALING_NAMES[p['scaling']['kind']]} ×{num(p['scaling']['factor'])}"
+    return text
+
+
+def norm_name(record: dict) -> str:
+    return NORM_NAMES[record["norm"]["kind"]]
+
+
+def scaling_field(record: dict, key: str) -> str:
+    s = record["position"]["scaling"]
+    return num(s[key]) if s and key in s else DASH

@@ -1,0 +1,191 @@
+"""Spec -> HF config.json: the spec's structure (never its name) picks the transformers class,
+each written as its difference from Llama (the other direction is `hf_import`).
+
+The output is read back with `hf_import` and compared with the spec; SpecError names the key
+when that class would build a different network. What HF's schema cannot hold (name, source,
+notes, a different spelling) goes under one extra key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from archscope.errors import SpecError
+from archscope.spec.fields import from_mapping, to_mapping
+from archscope.spec.hf_import import EXTRA_KEY, READERS, RENAMED, mapping_from_raw
+from archscope.spec.resolved import differences
+from archscope.spec.schema import ModelSpec
+
+_HF_ACT = {"silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new"}
+_RENAMED_BACK = {ours: hf for hf, ours in RENAMED.items()}
+
+
+def _family(s: ModelSpec) -> str:
+    moe = [layer.ffn for layer in s.plan if layer.is_moe]
+    mla = any(layer.attention.kind == "mla" for layer in s.plan)
+    if s.position.kind == "learned" and s.norm.kind == "layernorm" and s.ffn.kind == "mlp":
+        return "gpt2"  # GPT-3 too: transformers has no GPT-3 class
+    if mla or any(f.shared_experts for f in moe):
+        return "deepseek_v2"
+    if moe:
+        return "granitemoe" if s.multipliers else "mixtral"
+    if s.multipliers:
+        return "granite"
+    if s.attention.bias and not s.attention.has_out_bias:
+        return "qwen2"
+    return "mistral" if any(layer.window for layer in s.plan) else "llama"
+
+
+def _to_base(s: ModelSpec) -> dict:
+    p = s.position
+    if p.kind != "rope":
+        raise SpecError(f"this transformers class uses RoPE, not {p.kind!r}", key="position.kind")
+    scaling = to_mapping(p.scaling) if p.scaling else {"kind": "default"}
+    rope = {"rope_type": scaling.pop("kind"), "rope_theta": p.theta,
+            **{_RENAMED_BACK.get(k, k): v for k, v in scaling.items()}}
+    return {"vocab_size": s.vocab_size, "hidden_size": s.d_model,
+            "num_hidden_layers": s.n_layers, "max_position_embeddings": s.max_seq_len,
+            "tie_word_embeddings": s.tie_embeddings, "rms_norm_eps": s.norm.eps,
+            "rope_parameters": rope}
+
+
+def _to_llama(s: ModelSpec) -> dict:
+    a, f = s.attention, s.ffn
+    act = _HF_ACT[f.activation]
+    return {**_to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
+            "head_dim": a.head_dim, "attention_bias": a.bias, "intermediate_size": f.d_ff,
+            "hidden_act": act, "mlp_bias": f.bias}
+
+
+def _to_mistral(s: ModelSpec) -> dict:
+    return {**_without(_to_llama(s), "attention_bias", "mlp_bias"),
+            "sliding_window": s.attention.window}
+
+
+def _to_moe(s: ModelSpec) -> dict:
+    return {"num_local_experts": s.ffn.n_experts, "num_experts_per_tok": s.ffn.top_k,
+            "intermediate_size": s.ffn.d_expert}
+
+
+def _to_mixtral(s: ModelSpec) -> dict:
+    return {**_to_mistral(s), **_to_moe(s)}
+
+
+def _to_granite(s: ModelSpec) -> dict:
+    m = s.mults
+    return {**_to_llama(s), "embedding_multiplier": m.embedding, "residual_multiplier": m.residual,
+            "attention_multiplier": m.attention or 1 / math.sqrt(s.attention.qk_head_dim),
+            "logits_scaling": m.logits}
+
+
+def _to_granitemoe(s: ModelSpec) -> dict:
+    return {**_without(_to_granite(s), "mlp_bias"), **_to_moe(s)}
+
+
+def _to_qwen2(s: ModelSpec) -> dict:
+    windows = [layer.window for layer in s.plan]
+    window = next((w for w in windows if w is not None), None)
+    return {**_without(_to_llama(s), "attention_bias", "mlp_bias"),
+            "use_sliding_window": window is not None, "sliding_window": window,
+            "max_window_layers": next((i for i, w in enumerate(windows) if w), s.n_layers),
+            "layer_types": ["sliding_attention" if w else "full_attention" for w in windows]}
+
+
+def _to_deepseek_v2(s: ModelSpec) -> dict:
+    a, first = s.attention, s.plan[0].ffn
+    if s.d_model % a.n_heads:  # DeepseekV2Config refuses to load otherwise
+        raise SpecError(f"transformers' DeepseekV2Config needs d_model ({s.d_model}) divisible "
+                        f"by n_heads ({a.n_heads})", key="attention.n_heads")
+    moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
+    k = next((layer.index for layer in s.plan if layer.is_moe), s.n_layers)
+    out = {**_to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.n_heads,
+           "attention_bias": a.bias, **{key: getattr(a, key) for key in a.MLA_KEYS},
+           "hidden_act": _HF_ACT[(moe or first).activation], "mlp_bias": (moe or first).bias,
+           "first_k_dense_replace": k, **({"intermediate_size": first.d_ff} if k else {})}
+    if moe is None:
+        return out
+    r = moe.routing
+    if r.normalize:  # the original DeepSeek code honours norm_topk_prob; transformers' port does not
+        raise SpecError("transformers' DeepseekV2 never renormalises the top-k weights (it "
+                        "ignores norm_topk_prob), so normalize: true would build another model",
+                        key="ffn.router.normalize")
+    return {**out, "n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.top_k,
+            "moe_intermediate_size": moe.d_expert, "n_shared_experts": moe.shared_experts,
+            "topk_method": r.method, "n_group": r.n_group, "topk_group": r.topk_group,
+            "norm_topk_prob": r.normalize, "routed_scaling_factor": r.scaling_factor}
+
+
+def _to_gpt2(s: ModelSpec) -> dict:
+    return {"vocab_size": s.vocab_size, "n_embd": s.d_model, "n_layer": s.n_layers,
+            "n_head": s.attention.n_heads, "n_positions": s.max_seq_len, "n_inner": s.ffn.d_ff,
+            "activation_function": _HF_ACT[s.ffn.activation],
+            "layer_norm_epsilon": s.norm.eps, "tie_word_embeddings": s.tie_embeddings}
+
+
+WRITERS = {  # model_type: (HF architecture, writer)
+    "llama": ("LlamaForCausalLM", _to_llama),
+    "mistral": ("MistralForCausalLM", _to_mistral),
+    "mixtral": ("MixtralForCausalLM", _to_mixtral),
+    "qwen2": ("Qwen2ForCausalLM", _to_qwen2),
+    "granite": ("GraniteForCausalLM", _to_granite),
+    "granitemoe": ("GraniteMoeForCausalLM", _to_granitemoe),
+    "deepseek_v2": ("DeepseekV2ForCausalLM", _to_deepseek_v2),
+    "gpt2": ("GPT2LMHeadModel", _to_gpt2),
+}
+assert WRITERS.keys() == READERS.keys(), "every model type is both read and written"
+
+
+def spec_to_hf_config(spec: ModelSpec) -> dict:
+    """The config.json (current `rope_parameters` layout) of the HF class that builds `spec`.
+
+    Raises SpecError naming the key when that class would build a different network.
+    """
+    model_type = _family(spec)
+    arch, writer = WRITERS[model_type]
+    try:
+        cfg = {"model_type": model_type, "architectures": [arch], **writer(spec)}
+        back = from_mapping(ModelSpec, mapping_from_raw(cfg, model_type, spec.name, spec.source))
+    except SpecError as err:
+        raise SpecError(f"cannot be written as transformers' {model_type} config ({arch}): "
+                        f"{err.detail}", where=spec.name, key=err.key) from None
+    for key, layer, ours, theirs in differences(spec, back):
+        at = "the model" if layer is None else f"layer {layer}"
+        raise SpecError(f"transformers' {model_type} config ({arch}) cannot express this: "
+                        f"{at} would get {theirs!r} instead of {ours!r}", where=spec.name, key=key)
+    cfg[EXTRA_KEY] = {"name": spec.name, "source": spec.source,
+                      **_diff(_without(to_mapping(spec), "extends"), to_mapping(back))}
+    return cfg
+
+
+def write_hf_config(spec: ModelSpec, folder: str | Path) -> Path:
+    """Write `folder/config.json` for `spec`; nothing is half-written if anything fails."""
+    text = json.dumps(spec_to_hf_config(spec), indent=2) + "\n"
+    target = Path(folder) / "config.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+def _diff(ours: dict, theirs: dict) -> dict:
+    """The patch that turns `theirs` into `ours` under `hf_import._merge` (None removes a key)."""
+    out = {}
+    for key in dict.fromkeys([*ours, *theirs]):
+        a, b = ours.get(key), theirs.get(key)
+        if a != b:
+            out[key] = _diff(a, b) if isinstance(a, dict) and isinstance(b, dict) else a
+    return out
+
+
+def _without(mapping: dict, *keys: str) -> dict:
+    return {k: v for k, v in mapping.items() if k not in keys}
+
