@@ -17,7 +17,7 @@ import importlib
 from archscope.kinds.base import AttentionKind, FFNKind
 from archscope.kinds.registry import ATTENTION, FFN, attention_kind, ffn_kind, register
 
-_ENTRY_MODULES = ("gqa", "mla", "mlp", "swiglu", "moe")
+_ENTRY_MODULES = ("gqa", "mla", "mlp", "swiglu", "geglu", "relu2", "moe")
 
 
 def kind_of(component) -> AttentionKind | FFNKind:

@@ -40,7 +40,7 @@ def merged(name: str, parts: list[Part], copies: int = 1, active: int = 1) -> Pa
 
 
 def gated_parts(prefix: str, d: int, d_ff: int, bias: bool) -> list[Part]:
-    """A gated MLP (SwiGLU): gate_proj and up_proj d -> d_ff, down_proj d_ff -> d."""
+    """A gated MLP (SwiGLU, GeGLU): gate_proj and up_proj d -> d_ff, down_proj d_ff -> d."""
     return [linear(f"{prefix}.gate_proj", d, d_ff, bias),
             linear(f"{prefix}.up_proj", d, d_ff, bias),
             linear(f"{prefix}.down_proj", d_ff, d, bias)]

@@ -35,4 +35,5 @@ def scale_text(spec, qk_dim: int) -> str:
     return f"scale {num(m)}" if m else f"/√{qk_dim}"
 
 
-ACTIVATION_NAMES = {"silu": "SiLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU"}
+ACTIVATION_NAMES = {"silu": "SiLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU",
+                    "relu2": "squared ReLU"}

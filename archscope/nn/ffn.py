@@ -1,7 +1,9 @@
-"""Feed-forward layers: the GELU MLP of GPT-2 and the gated SwiGLU of Llama."""
+"""Feed-forward layers: the two-matrix MLP (GPT-2's GELU, Nemotron-H's squared ReLU) and the
+gated MLP (Llama's SwiGLU, Gemma's GeGLU)."""
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import nn
 
@@ -12,6 +14,7 @@ ACTIVATIONS = {
     "gelu": F.gelu,
     "silu": F.silu,
     "relu": F.relu,
+    "relu2": lambda x: torch.square(F.relu(x)),  # transformers' ReLUSquaredActivation
 }
 
 
@@ -29,7 +32,7 @@ class MLP(nn.Module):
 
 
 class GatedMLP(nn.Module):
-    """down(act(gate(x)) * up(x)): SwiGLU when the activation is SiLU."""
+    """down(act(gate(x)) * up(x)): SwiGLU when the activation is SiLU, GeGLU with GELU-tanh."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool):
         super().__init__()
@@ -48,3 +51,13 @@ def mlp(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
 
 def swiglu(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
     return GatedMLP(spec.d_model, ffn.d_ff, ffn.activation, ffn.bias)
+
+
+def geglu(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
+    """Gemma's MLP: the gated form with GELU (tanh approximation), which defines the kind."""
+    return GatedMLP(spec.d_model, ffn.d_ff, "gelu_tanh", ffn.bias)
+
+
+def relu2(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
+    """Nemotron-H's MLP: down(relu(up(x))^2), two matrices, no gate."""
+    return MLP(spec.d_model, ffn.d_ff, "relu2", ffn.bias)

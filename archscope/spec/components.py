@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from archscope.errors import SpecError
 from archscope.spec.checks import absent_unless, positive, require
 
 NormKind = Literal["layernorm", "rmsnorm"]
 PositionKind = Literal["learned", "rope", "none"]
 ScalingKind = Literal["llama3", "yarn", "linear"]
 AttentionKind = Literal["gqa", "mla"]
-FFNKind = Literal["mlp", "swiglu", "moe"]
-Activation = Literal["gelu_tanh", "gelu", "silu", "relu"]
+FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
+Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2"]
 RouterMethod = Literal["greedy", "group_limited_greedy"]
 
 
@@ -183,11 +184,19 @@ class RouterSpec:
                     f"topk_group ({self.topk_group}) cannot exceed n_group ({self.n_group})")
 
 
+# Kinds whose activation is part of their definition: the spec's `activation` defaults to it
+# and may only repeat it. GeGLU's gate is GELU with the tanh approximation (transformers' Gemma:
+# gelu_pytorch_tanh); Nemotron-H's MLP squares a ReLU (mlp_hidden_act: relu2).
+KIND_ACTIVATION: dict[str, str] = {"geglu": "gelu_tanh", "relu2": "relu2"}
+DEFAULT_ACTIVATION = "silu"  # every other kind's, when the spec does not say
+OWN_ACTIVATION = {"relu2": "relu2"}  # activations only their kind has: activation -> kind
+
+
 @dataclass(frozen=True)
 class FFNSpec:
     kind: FFNKind
     d_ff: int | None = None  # hidden size of every kind but moe
-    activation: Activation = "silu"
+    activation: Activation | None = None  # null: the kind's own (KIND_ACTIVATION), else silu
     bias: bool = False
     # MoE
     n_experts: int | None = None
@@ -198,8 +207,22 @@ class FFNSpec:
 
     MOE_KEYS = ("n_experts", "top_k", "d_expert", "n_shared_experts", "router")
 
+    def __post_init__(self) -> None:
+        if self.activation is None:  # frozen: fill the default in place, once
+            default = KIND_ACTIVATION.get(self.kind, DEFAULT_ACTIVATION)
+            object.__setattr__(self, "activation", default)
+
     def validate(self) -> None:
         positive(self, "d_ff", "n_experts", "top_k", "d_expert")
+        own = KIND_ACTIVATION.get(self.kind)
+        if own is not None:
+            require(self.activation == own, "activation",
+                    f"kind '{self.kind}' is defined by its {own} activation, got "
+                    f"'{self.activation}': set activation to {own} or leave it out")
+        elif self.activation in OWN_ACTIVATION:  # one spelling per network
+            kind = OWN_ACTIVATION[self.activation]
+            raise SpecError(f"{self.activation} is the activation of kind '{kind}' only; use "
+                            f"kind: {kind} (here kind is '{self.kind}')", key="activation")
         if self.n_shared_experts is not None:
             require(self.n_shared_experts >= 0, "n_shared_experts", "must be 0 or more")
         if self.kind == "moe":

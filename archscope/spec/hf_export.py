@@ -21,6 +21,10 @@ from archscope.spec.resolved import differences
 from archscope.spec.schema import ModelSpec
 
 _HF_ACT = {"silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new"}
+# FFN kinds that no class written here has: kind -> what has it instead
+_NO_HF_CLASS = {"relu2": "a two-matrix squared-ReLU MLP (transformers' NemotronH has one, but its "
+                         "layers are single Mamba, attention or MLP blocks, not what a spec "
+                         "describes)"}
 _RENAMED_BACK = {ours: hf for hf, ours in RENAMED.items()}
 
 
@@ -55,7 +59,9 @@ def _to_base(s: ModelSpec) -> dict:
 
 def _to_llama(s: ModelSpec) -> dict:
     a, f = s.attention, s.ffn
-    act = _HF_ACT[f.activation]
+    # GeGLU is LlamaMLP's gated form with Gemma's activation (it reads back as swiglu with
+    # gelu_tanh, the same network: see resolved._SAME_NETWORK; the extra key keeps `geglu`)
+    act = "gelu_pytorch_tanh" if f.kind == "geglu" else _HF_ACT[f.activation]
     return {**_to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
             "head_dim": a.head_dim, "attention_bias": a.bias, "intermediate_size": f.d_ff,
             "hidden_act": act, "mlp_bias": f.bias}
@@ -144,6 +150,7 @@ def spec_to_hf_config(spec: ModelSpec) -> dict:
 
     Raises SpecError naming the key when that class would build a different network.
     """
+    _check_ffn_kinds(spec)
     model_type = _family(spec)
     arch, writer = WRITERS[model_type]
     try:
@@ -159,6 +166,17 @@ def spec_to_hf_config(spec: ModelSpec) -> dict:
     cfg[EXTRA_KEY] = {"name": spec.name, "source": spec.source,
                       **_diff(_without(to_mapping(spec), "extends"), to_mapping(back))}
     return cfg
+
+
+def _check_ffn_kinds(spec: ModelSpec) -> None:
+    """Refuse, naming the key, an FFN kind that no class written here builds."""
+    for layer in spec.plan:
+        if (what := _NO_HF_CLASS.get(layer.ffn.kind)) is not None:
+            top = layer.ffn.kind == spec.ffn.kind
+            raise SpecError(f"kind '{layer.ffn.kind}'{'' if top else f' (layer {layer.index})'} "
+                            f"cannot be written as a transformers config: none of the classes "
+                            f"archscope writes ({', '.join(WRITERS)}) has {what}",
+                            where=spec.name, key="ffn.kind" if top else "layers")
 
 
 def write_hf_config(spec: ModelSpec, folder: str | Path) -> Path:

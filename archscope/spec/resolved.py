@@ -12,6 +12,9 @@ from archscope.spec.fields import to_mapping
 from archscope.spec.schema import ModelSpec
 
 _NOT_NETWORK = ("name", "source", "extends", "layers", "attention", "ffn")
+# (kind, activation) -> the kind naming the same network: a gated MLP with GELU-tanh is GeGLU
+# (an HF Llama-type config with hidden_act gelu_pytorch_tanh reads back as that swiglu).
+_SAME_NETWORK = {("swiglu", "gelu_tanh"): "geglu"}
 
 
 def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
@@ -26,6 +29,7 @@ def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
         a, f = layer.attention, layer.ffn
         parts = {"attention": {**to_mapping(a), "n_kv_heads": a.kv_heads,
                                "out_bias": a.has_out_bias}, "ffn": to_mapping(f)}
+        parts["ffn"]["kind"] = _SAME_NETWORK.get((f.kind, f.activation), f.kind)
         if f.kind == "moe":
             router = to_mapping(f.routing)
             if router["method"] == "greedy":  # the groups mean nothing then
