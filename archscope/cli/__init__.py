@@ -9,6 +9,8 @@ unexpected.
 from __future__ import annotations
 
 import sys
+import warnings
+from contextlib import contextmanager
 
 import click
 
@@ -19,10 +21,31 @@ from archscope.errors import InputError
 EXIT_BAD_INPUT = 2
 
 
+@contextmanager
+def _notes():
+    """Print the library's notes (a config.json key that took transformers' default) as
+    `note: ...` lines on stderr; other warnings keep Python's format."""
+    from archscope.spec.hf_import import DefaultedKeyWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, *args, **kwargs):
+        if issubclass(category, DefaultedKeyWarning):
+            click.echo(f"note: {message}", err=True)
+        else:
+            shown(message, category, *args, **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", DefaultedKeyWarning)
+        warnings.showwarning = show
+        yield
+
+
 def main(argv=None) -> None:
     """Console entry point: bad input exits 2 with its message, never a traceback."""
     try:
-        cli.main(args=argv, prog_name="archscope", standalone_mode=False)
+        with _notes():
+            cli.main(args=argv, prog_name="archscope", standalone_mode=False)
     except InputError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(EXIT_BAD_INPUT)

@@ -7,13 +7,12 @@ import sys
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import _echo_json
+from archscope.cli.options import _echo_json, format_option
 
 
 @cli.command("check-claims")
 @click.argument("files", nargs=-1, type=click.Path(), metavar="FILE...")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]),
-              default="table", show_default=True)
+@format_option("markdown", "json", default="table")
 @click.option("--strict", is_flag=True, help="Exit 1 when any claim differs.")
 @click.option("--quantities", "list_quantities", is_flag=True,
               help="List the quantities a claim can name, with their conditions, and exit.")
@@ -67,8 +66,9 @@ def report(out, data_dir, claims_dir):
     and profiles.md, with their inputs (claims transcriptions, profile runs) copied alongside.
 
     The output is deterministic (no timestamps): the same specs and inputs give the same bytes,
-    in any folder. Files are built in memory first and each is replaced atomically, so a
-    failure leaves nothing half-written.
+    in any folder. --out is checked before anything is built; files are built in memory,
+    written into a temporary folder and only then renamed into place, so a failure (a full
+    disk), Ctrl-C or SIGTERM leaves --out as it was.
 
     \b
     Examples:
@@ -76,9 +76,11 @@ def report(out, data_dir, claims_dir):
       archscope report --out /tmp/reports
       archscope report --out /tmp/reports --data my-runs/ --claims my-claims/
     """
-    import os
     from pathlib import Path
 
+    from archscope.writes import check_destination, write_tree_atomic
+
+    out = check_destination(out, "--out folder")  # before any work
     from tqdm import tqdm
 
     from archscope.report import inputs
@@ -86,7 +88,6 @@ def report(out, data_dir, claims_dir):
     from archscope.report.pages.profiles import load_profiles
     from archscope.spec import load_spec, preset_names
 
-    out = Path(out)
     data_dir = Path(data_dir) if data_dir else inputs.default_data_dir()
     claims_dir = Path(claims_dir) if claims_dir else inputs.default_claims_dir()
     for folder, what in ((data_dir, "profiles.md has no runs"), (claims_dir, "no claims.md")):
@@ -99,12 +100,7 @@ def report(out, data_dir, claims_dir):
               disable=None) as bar:
         files = build_reports(specs, profiles, claims, progress=lambda _label: bar.update())
     files.update(inputs.input_files(claims_dir, data_dir))
-    for rel, body in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(body)
-        os.replace(tmp, path)  # atomic: a reader sees the old file or the new one
+    write_tree_atomic(out, files, what="--out folder")  # all files, or none of them
     click.echo(f"wrote {len(files)} files under {out}", err=True)
 
 

@@ -7,7 +7,9 @@ import sys
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import _echo_json, _estimate_options, _record, _set_option
+from archscope.cli.options import (_echo_json, _estimate_options, _record, _set_option,
+                                   format_option, labelled_row, split_model_overrides)
+from archscope.errors import InputError
 
 
 @cli.command("list")
@@ -34,8 +36,7 @@ def list_cmd():
 @click.option("--verify", is_flag=True,
               help="Also build the model on the meta device and count its parameters.")
 @_estimate_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+@format_option("json", default="text")
 def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
          fmt):
     """One model: its spec, per-layer structure, parameters, cache, FLOPs and memory.
@@ -64,7 +65,7 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
     if fmt == "json":
         out = {"model": spec.name, "spec": to_mapping(spec), "params_total": params.total,
                "params_active": params.active, "params_embedding": params.embedding,
-               "record": record.row(seq_len), "details": details}
+               "record": labelled_row(record.row(seq_len), overrides), "details": details}
         if counted is not None:
             out["params_counted"] = counted
         _echo_json(out)
@@ -79,32 +80,36 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
 
 
 @cli.command()
-@click.argument("models", nargs=-1, metavar="[MODEL]...")
+@click.argument("models", nargs=-1, metavar="[MODEL[:KEY=VALUE,...]]...")
 @_estimate_options
 @_set_option
 @click.option("--verify", is_flag=True,
               help="Also count each model built on the meta device; exit 1 on any mismatch.")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]),
-              default="table", show_default=True)
+@format_option("markdown", "csv", "json", default="table")
 def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, overrides,
             verify, fmt):
     """Models side by side: parameters, KV cache, FLOPs and weights, from their specs.
 
-    With no MODEL, every preset. A seq_len past a model's context is computed anyway and
+    With no MODEL, every preset. A MODEL may carry its own what-ifs, MODEL:KEY=VALUE[,...],
+    applied after any --set (values holding a comma need --set); each row is labelled with
+    the overrides it was made with. A seq_len past a model's context is computed anyway and
     flagged (`exceeds_context`).
 
     \b
     Examples:
       archscope compare
       archscope compare llama-3.2-1b mistral-7b-v0.1 deepseek-v2 --seq-len 32768
-      archscope compare llama-3.2-1b --set attention.n_kv_heads=32   # what GQA saves
+      archscope compare llama-3.2-1b llama-3.2-1b:attention.n_kv_heads=32   # what GQA saves
       archscope compare deepseek-v2 --mla-flops recompute --format json
     """
-    from archscope.spec import load_spec, preset_names
+    from archscope.spec import preset_names
 
-    specs = [load_spec(m, overrides) for m in (models or preset_names())]
-    records = [_record(spec, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops).row()
-               for spec in specs]
+    specs, records = [], []
+    for arg in models or preset_names():
+        spec, applied = _load_labelled(arg, overrides)
+        specs.append(spec)
+        records.append(labelled_row(_record(spec, seq_len, batch, dtype, kv_dtype,
+                                            attention_flops, mla_flops).row(), applied))
     if verify:
         from archscope.measure.counted import counted_params
 
@@ -115,10 +120,26 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
     else:
         from archscope.report.terminal.compare import render
 
-        click.echo(render(records, fmt), nl=False)
+        rows = [{k: v for k, v in r.items() if k != "overrides"} for r in records]  # in the label
+        click.echo(render(rows, "table" if fmt == "text" else fmt), nl=False)
     wrong = [r for r in records if verify and r["params_counted"] != r["params_total"]]
     for r in wrong:
         click.echo(f"error: {r['model']}: analytic parameters {r['params_total']:,} != counted "
                    f"{r['params_counted']:,}", err=True)
     if wrong:
         sys.exit(1)
+
+
+def _load_labelled(arg: str, overrides) -> tuple:
+    """(spec, the overrides applied: --set's then the argument's own); an error names the
+    model it came from."""
+    from archscope.spec import load_spec
+
+    model, own = split_model_overrides(arg)
+    applied = [*overrides, *own]
+    try:
+        return load_spec(model, applied), applied
+    except InputError as err:
+        if str(err).startswith(f"{model}:"):  # it names the model already
+            raise
+        raise InputError(f"{arg}: {err}") from None

@@ -1,4 +1,6 @@
-"""Options and helpers the commands share."""
+"""Options and helpers the commands share: one factory per option, so one name, one set of
+values and one help wording for the same thing in every command (README: "Options shared by
+all commands"; tests/cli/test_vocabulary.py checks the two agree)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,16 @@ import json
 import click
 
 from archscope.errors import InputError
+
+# What each family of commands takes as --dtype: the analytic commands price any of these
+# formats; the commands that run a network run (or write) real torch tensors.
+ANALYTIC_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+RUN_DTYPES = ("fp32", "fp16", "bf16")
+
+
+def _or(values) -> str:
+    values = list(values)
+    return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
 
 
 def _set_option(f):
@@ -20,20 +32,71 @@ def _echo_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2))
 
 
-def _dtype_option(default: str | None, name: str = "--dtype",
-                  help: str = "Number format: fp32, fp16, bf16, fp8, int8, int4."):
+def format_option(*machine: str, default: str = "text"):
+    """--format: `text` and `table` are the same view for people (the callback gives "text");
+    `machine` lists the machine-readable formats this command has (json, markdown, csv)."""
+    def check(ctx, param, value):
+        return "text" if value == "table" else value
+
+    return click.option("--format", "fmt", type=click.Choice(["text", "table", *machine]),
+                        default=default, show_default=True, callback=check,
+                        help=f"Output: text or table (the same, for people), "
+                             f"{_or(machine)}.")
+
+
+def dtype_option(allowed: tuple[str, ...] = ANALYTIC_DTYPES, *, what: str = "the weights",
+                 default: str | None = None, default_help: str | None = None,
+                 name: str = "--dtype"):
+    """A number-format option: any name `canonical_dtype` knows (bfloat16, half, ...) is read as
+    its short form; a format outside `allowed` is refused saying what this command takes."""
+    verb = "runs" if allowed == RUN_DTYPES else "takes"
+
     def check(ctx, param, value):
         from archscope.estimate import canonical_dtype
 
         if value is None:
             return None
         try:
-            return canonical_dtype(value)
-        except InputError as err:
-            raise click.BadParameter(str(err)) from None
+            dtype = canonical_dtype(value)
+        except InputError:
+            raise click.BadParameter(f"unknown dtype {value!r}: {ctx.info_name} {verb} "
+                                     f"{_or(allowed)}") from None
+        if dtype not in allowed:
+            noun = " weights" if verb == "runs" else ""
+            raise click.BadParameter(f"dtype {dtype}: {ctx.info_name} {verb} "
+                                     f"{_or(allowed)}{noun}")
+        return dtype
 
-    return click.option(name, default=default, show_default=default is not None,
-                        callback=check, help=help)
+    shown = default_help or (default and f"[default: {default}]")
+    return click.option(name, default=default, callback=check,
+                        metavar=f"[{'|'.join(allowed)}]",
+                        help=f"Number format of {what}{' ' + shown if shown else ''}.")
+
+
+def new_tokens_option(default: int, help: str):
+    return click.option("--new-tokens", type=click.IntRange(min=1), default=default,
+                        show_default=True, help=help)
+
+
+def batch_option(f):
+    return click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+                        help="Sequences processed together.")(f)
+
+
+def device_option(help: str = "cpu, cuda or cuda:N."):
+    return click.option("--device", default="cpu", show_default=True, help=help)
+
+
+def weights_option(help: str, required: bool = False):
+    # No explicit default when required: click takes an explicit None as a given value.
+    default = {} if required else {"default": None}
+    return click.option("--weights", "weights_dir", type=click.Path(), required=required,
+                        metavar="DIR", help=help, **default)
+
+
+def mla_flops_option(choices: tuple[str, ...], help: str):
+    return click.option("--mla-flops", type=click.Choice(list(choices)), default="absorbed",
+                        show_default=True, help=help)
 
 
 def _estimate_options(f):
@@ -41,19 +104,19 @@ def _estimate_options(f):
     for option in reversed([
         click.option("--seq-len", type=click.IntRange(min=1), default=4096, show_default=True,
                      help="Context length for the KV cache, decode step and prefill."),
-        click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True),
-        _dtype_option("bf16", "--dtype", "Weight format: fp32, fp16, bf16, fp8, int8, int4."),
-        _dtype_option(None, "--kv-dtype", "Cache dtype [default: the compute dtype: --dtype when "
-                                          "16 bits or wider, else bf16]."),
+        batch_option,
+        dtype_option(ANALYTIC_DTYPES, default="bf16"),
+        dtype_option(ANALYTIC_DTYPES, name="--kv-dtype", what="the KV cache",
+                     default_help="[default: the compute dtype: --dtype when 16 bits or wider, "
+                                  "else bf16]"),
         click.option("--attention-flops", type=click.Choice(["causal", "full"]),
                      default="causal", show_default=True,
                      help="Prefill attention FLOPs: the causal half, or the full square that "
                           "dense kernels and torch.utils.flop_counter count."),
-        click.option("--mla-flops", type=click.Choice(["absorbed", "recompute", "naive"]),
-                     default="absorbed", show_default=True,
-                     help="MLA decode FLOPs: absorbed (serving kernels: attention on the cached "
-                          "latent), recompute (re-expand every cached latent, as transformers "
-                          "does), naive (a decompressed cache)."),
+        mla_flops_option(("absorbed", "recompute", "naive"),
+                         "MLA decode FLOPs: absorbed (serving kernels: attention on the cached "
+                         "latent), recompute (re-expand every cached latent, as transformers "
+                         "does), naive (a decompressed cache)."),
     ]):
         f = option(f)
     return f
@@ -65,3 +128,36 @@ def _record(spec, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, l
     return model_record(spec, (seq_len, *lengths), batch=batch, weight_dtype=dtype,
                         cache_dtype=kv_dtype, attention_flops=attention_flops,
                         mla_flops=mla_flops)
+
+
+def split_model_overrides(arg: str) -> tuple[str, list[str]]:
+    """'MODEL:KEY=VALUE[,KEY=VALUE...]' -> (MODEL, ['KEY=VALUE', ...]).
+
+    The split is on the last ':' before the first '=' (so a path may hold ':' earlier); an
+    argument with no '=' or no such ':' is a plain MODEL. Values cannot contain ','.
+    """
+    head = arg.split("=", 1)[0]
+    if "=" not in arg or ":" not in head:
+        return arg, []
+    cut = head.rindex(":")
+    model, rest = arg[:cut], arg[cut + 1:]
+    if not model:
+        raise InputError(f"{arg}: expected MODEL:KEY=VALUE[,KEY=VALUE...]")
+    return model, rest.split(",")
+
+
+def model_label(name: str, overrides) -> str:
+    """How a row of `compare` names a model: 'llama-3.2-1b' or 'llama-3.2-1b:n_layers=2,...'."""
+    overrides = list(overrides)
+    return f"{name}:{','.join(overrides)}" if overrides else name
+
+
+def labelled_row(row: dict, overrides) -> dict:
+    """A record's row (compare's element, show's `record`) named by its label; with what-ifs,
+    also `overrides`, the key=value strings applied in order (absent for a model as shipped,
+    so such a row is exactly `ModelRecord.row`)."""
+    overrides = list(overrides)
+    if not overrides:
+        return row
+    return {"model": model_label(row["model"], overrides), "overrides": overrides,
+            **{k: v for k, v in row.items() if k != "model"}}

@@ -8,21 +8,22 @@ import sys
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import _echo_json, _set_option
+from archscope.cli.options import (RUN_DTYPES, _echo_json, _set_option, batch_option,
+                                   device_option, dtype_option, format_option, mla_flops_option,
+                                   new_tokens_option, weights_option)
+
+_RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda]"
 
 
 @cli.command()
 @click.argument("model")
-@click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
-@click.option("--weights", "weights_dir", type=click.Path(), default=None,
-              help="HF checkpoint folder (checked against MODEL); without it the weights are "
-                   "random (random-init).")
-@click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default=None,
-              help="Weights, cache and compute dtype [default: fp32 on cpu, bf16 on cuda].")
-@click.option("--batch", type=int, default=1, show_default=True)
-@click.option("--prompt-len", type=int, default=128, show_default=True)
-@click.option("--new-tokens", type=int, default=32, show_default=True,
-              help="Tokens to generate; decode speed is timed over all but the first.")
+@device_option()
+@weights_option("HF checkpoint folder to read (checked against MODEL); without it the weights "
+                "are random (random-init).")
+@dtype_option(RUN_DTYPES, what="the weights, cache and compute", default_help=_RUN_DTYPE_DEFAULT)
+@batch_option
+@click.option("--prompt-len", type=click.IntRange(min=1), default=128, show_default=True)
+@new_tokens_option(32, "Tokens to generate; decode speed is timed over all but the first.")
 @_set_option
 @click.option("--compare-hf", is_flag=True,
               help="Also run transformers' own class (SDPA) on the same weights: its generate "
@@ -37,21 +38,19 @@ from archscope.cli.options import _echo_json, _set_option
                    "the eager step is run too, as a check.")
 @click.option("--breakdown/--no-breakdown", default=None,
               help="Per-module and per-operator time of a decode step (torch.profiler) "
-                   "[default: on for table, off for json].")
-@click.option("--mla-flops", type=click.Choice(["absorbed", "recompute"]), default="absorbed",
-              show_default=True,
-              help="How MLA layers decode: absorbed (attention on the cached latent) or "
-                   "recompute (re-expand every cached latent, as transformers does); the "
-                   "roofline counts the same.")
+                   "[default: on for text (table), off for json].")
+@mla_flops_option(("absorbed", "recompute"),
+                  "How MLA layers decode: absorbed (attention on the cached latent) or "
+                  "recompute (re-expand every cached latent, as transformers does); the "
+                  "roofline counts the same.")
 @click.option("--hardware", type=click.Choice(["auto", "local", "h200", "h100", "a100"]),
               default="auto", show_default=True,
               help="Roofline profile: auto = the GPU's preset if known, else measured here.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--save", is_flag=True, help="Write the JSON record under --save-dir.")
-@click.option("--save-dir", type=click.Path(file_okay=False), default="reports/data",
-              show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@click.option("--save", is_flag=True, help="Write the JSON record under --save-dir (checked "
+                                           "before the run).")
+@click.option("--save-dir", type=click.Path(), default="reports/data", show_default=True)
+@format_option("json", default="table")
 def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, overrides,
             mla_flops, compare_hf, hf_cache, repeats, warmup, compile_, breakdown, hardware, seed,
             save, save_dir, fmt):
@@ -65,10 +64,11 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
       archscope profile llama-3.2-1b --device cuda --dtype bf16 --prompt-len 512 \\
           --new-tokens 256 --compare-hf --compile
     """
-    from pathlib import Path
-
     from archscope.spec import load_spec
+    from archscope.writes import check_destination, write_file_atomic
 
+    if save:
+        save_dir = check_destination(save_dir, "--save-dir folder")  # before the run
     spec = load_spec(model, overrides)
     from tqdm import tqdm
 
@@ -78,7 +78,7 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
         device=device, dtype=dtype or ("bf16" if device.startswith("cuda") else "fp32"),
         batch=batch, prompt_len=prompt_len, new_tokens=new_tokens, repeats=repeats,
         warmup=warmup, compare_hf=compare_hf, hf_cache=hf_cache, compile=compile_,
-        breakdown=(fmt == "table") if breakdown is None else breakdown, hardware=hardware,
+        breakdown=(fmt == "text") if breakdown is None else breakdown, hardware=hardware,
         seed=seed, weights=weights_dir, overrides=tuple(overrides), mla_flops=mla_flops)
     with tqdm(total=progress_units(options), desc="profile", unit="step", file=sys.stderr,
               leave=False, disable=None) as bar:
@@ -93,28 +93,24 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
     if save:
         from archscope.report.pages.profiles import profile_file_name
 
-        path = Path(save_dir) / profile_file_name(record)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=2) + "\n")
+        path = write_file_atomic(save_dir / profile_file_name(record),
+                                 json.dumps(record, indent=2) + "\n", what="profile record")
         click.echo(f"saved {path}", err=True)
-
-
-_RUN_DTYPES = click.Choice(["fp32", "fp16", "bf16"])
 
 
 @cli.command()
 @click.argument("prompt")
-@click.option("--weights", "weights_dir", required=True, type=click.Path(),
-              help="HF checkpoint folder (config.json, safetensors, tokenizer); read locally.")
+@weights_option("HF checkpoint folder to read (config.json, safetensors, tokenizer); read "
+                "locally.", required=True)
 @click.option("--model", default=None,
               help="Preset or spec the checkpoint must match (default: its own config.json).")
-@click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
+@device_option()
 @click.option("--device-map", type=click.Choice(["auto", "balanced", "sequential"]),
-              default=None, help="Spread the model over the GPUs, offloading to CPU memory "
+              default=None, help="Spread the model over the CUDA GPUs, offloading to CPU memory "
                                  "what does not fit (accelerate); overrides --device.")
-@click.option("--dtype", type=_RUN_DTYPES, default=None,
-              help="Compute dtype [default: fp32 on cpu, bf16 on cuda].")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), default=64, show_default=True)
+@dtype_option(RUN_DTYPES, what="the weights, cache and compute", default_help=_RUN_DTYPE_DEFAULT)
+@new_tokens_option(64, "Tokens to generate at most; generation stops earlier at an "
+                       "end-of-sequence id of the checkpoint.")
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="0 is greedy; above 0 samples.")
 @click.option("--top-k", type=click.IntRange(min=1), default=None, help="Sample from the k most "
@@ -129,10 +125,11 @@ _RUN_DTYPES = click.Choice(["fp32", "fp16", "bf16"])
               help="Also read .bin/.pt pickles (torch.load with weights_only=True).")
 @click.option("--stats/--no-stats", default=True, show_default=True,
               help="Load time and tokens/s on stderr.")
-def generate(prompt, weights_dir, model, device, device_map, dtype, max_new_tokens, temperature,
+def generate(prompt, weights_dir, model, device, device_map, dtype, new_tokens, temperature,
              top_k, top_p, seed, chat, system, allow_pickle, stats):
     """Generate text from a checkpoint folder with archscope's own model, printing tokens as
-    they come; stops at any end-of-sequence id of the checkpoint.
+    they come: at most --new-tokens, fewer when the model emits any end-of-sequence id of the
+    checkpoint.
 
     \b
     Examples:
@@ -152,7 +149,7 @@ def generate(prompt, weights_dir, model, device, device_map, dtype, max_new_toke
     stream, text, info = open_generation(
         weights_dir, prompt, spec=load_spec(model) if model else None, device=device,
         dtype=to_torch_dtype(dtype or ("bf16" if on_gpu else "fp32")), device_map=device_map,
-        chat=chat, system=system, max_new_tokens=max_new_tokens,
+        chat=chat, system=system, max_new_tokens=new_tokens,
         next_token=make_sampler(temperature, top_k, top_p, seed), allow_pickle=allow_pickle)
     for token in stream:
         click.echo(text.push(token), nl=False)
@@ -161,42 +158,53 @@ def generate(prompt, weights_dir, model, device, device_map, dtype, max_new_toke
     sys.stdout.flush()  # the text ends before the stats line on a shared terminal
     if stats:
         rate = stream.decode_tokens_per_s
+        stop = {"max_new_tokens": "--new-tokens reached"}.get(stream.stop_reason,
+                                                              stream.stop_reason)
         click.echo(f"[{info['spec'].name} on {info['device']} ({info['dtype']}): loaded in "
                    f"{info['load_s']:.2f} s; prompt {info['prompt_tokens']} tokens, "
                    f"{len(stream.tokens)} new in {stream.first_token_s + stream.decode_s:.2f} s"
                    f"{f', {rate:.1f} tokens/s after the first' if rate else ''}; "
-                   f"stopped: {stream.stop_reason}]", err=True)
+                   f"stopped: {stop}]", err=True)
 
 
 @cli.command("make-checkpoint")
 @click.argument("model")
-@click.argument("folder", type=click.Path())
+@weights_option("The checkpoint folder to write (then read by generate, profile --weights and "
+                "show).", required=True)
 @_set_option
-@click.option("--dtype", type=_RUN_DTYPES, default="bf16", show_default=True)
+@dtype_option(RUN_DTYPES, default="bf16")
 @click.option("--shard-size", default="5GB", show_default=True,
               help="Largest safetensors file (e.g. 2GB, 500MB, 1GiB); more makes shards.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--device", default="cpu", show_default=True,
-              help="Where the random weights are drawn (cuda is faster for large models).")
-@click.option("--force", is_flag=True, help="Replace the contents of a non-empty FOLDER.")
-def make_checkpoint(model, folder, overrides, dtype, shard_size, seed, device, force):
-    """Write a random-init HF-format checkpoint of MODEL into FOLDER: config.json, safetensors
-    shards, generation_config.json and a small tokenizer (trained here) with a chat template.
-    Nothing is downloaded; FOLDER then works with generate, profile --weights and show.
+@device_option("Where the random weights are drawn: cpu, cuda or cuda:N (cuda is faster for "
+               "large models).")
+@click.option("--force", is_flag=True, help="Replace the contents of a non-empty --weights "
+                                            "folder.")
+def make_checkpoint(model, weights_dir, overrides, dtype, shard_size, seed, device, force):
+    """Write a random-init HF-format checkpoint of MODEL into the --weights folder:
+    config.json, safetensors shards, generation_config.json and a small tokenizer (trained
+    here) with a chat template. Nothing is downloaded; the folder then works with generate,
+    profile --weights and show.
 
     \b
     Examples:
-      archscope make-checkpoint llama-3.2-1b /tmp/llama --set n_layers=2
+      archscope make-checkpoint llama-3.2-1b --weights /tmp/llama --set n_layers=2
       archscope generate --weights /tmp/llama --device cpu "Hello"
-      archscope make-checkpoint gpt2 /tmp/gpt2 --shard-size 100MB --dtype fp32
+      archscope make-checkpoint gpt2 --weights /tmp/gpt2 --shard-size 100MB --dtype fp32
     """
     from archscope.measure.timing import to_torch_dtype
     from archscope.spec import load_spec
     from archscope.weights.writer import parse_size, write_checkpoint
 
+    from tqdm import tqdm
+
     spec = load_spec(model, overrides)
-    summary = write_checkpoint(spec, folder, dtype=to_torch_dtype(dtype), seed=seed,
-                               shard_size=parse_size(shard_size), device=device, force=force)
+    with tqdm(desc="make-checkpoint", unit="step", file=sys.stderr, leave=False,
+              disable=None) as bar:
+        summary = write_checkpoint(spec, weights_dir, dtype=to_torch_dtype(dtype), seed=seed,
+                                   shard_size=parse_size(shard_size), device=device, force=force,
+                                   progress=lambda label: (bar.set_postfix_str(label),
+                                                           bar.update()))
     click.echo(f"wrote {summary['folder']}: {spec.name} as {summary['model_type']}, "
                f"{summary['tensors']} tensors in {len(summary['files'])} file(s), "
                f"{summary['bytes'] / 1e9:,.3f} GB ({dtype}); tokenizer with "

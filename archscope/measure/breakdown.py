@@ -5,11 +5,19 @@ layer indices folded ("layers.*.self_attn.q_proj"), so the profiler sums a kind 
 all layers. Module times are inclusive (self_attn contains q_proj); operator times are self
 times (an op's own kernels, not its children). On CUDA the device (kernel) time is reported,
 on CPU the host time. The hooks add overhead, so this runs apart from the timed repeats.
+
+torch.profiler's own chatter (kineto's "USDT:... profiler_start", "STAGE:" lines, its warnings)
+is written straight to file descriptor 2 from C++; `quiet_profiler` captures that descriptor
+while the profiler runs and passes on anything else that was written there.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import tempfile
+import warnings
 from contextlib import contextmanager
 from typing import Callable
 
@@ -52,6 +60,42 @@ def module_ranges(model: nn.Module):
             h.remove()
 
 
+# What torch.profiler / kineto print on their own (the patterns of several torch versions).
+_NOISE = re.compile(r"^(USDT:|STAGE:)|ActivityProfiler|[Kk]ineto|CUPTI|libkineto"
+                    r"|torch[./]profiler|profiler_(start|stop)")
+
+
+@contextmanager
+def quiet_profiler():
+    """Capture file descriptor 2 (and Python warnings from torch.profiler) for the duration;
+    afterwards write back to stderr every captured line that is not profiler chatter."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module=r"torch\.(autograd\.)?profiler")
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no usable descriptor 2: nothing to capture
+            yield
+            return
+        with tempfile.TemporaryFile() as captured:
+            os.dup2(captured.fileno(), 2)
+            try:
+                yield
+            finally:
+                try:
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    pass
+                os.dup2(saved, 2)
+                os.close(saved)
+                captured.seek(0)
+                kept = [line for line in captured.read().decode(errors="replace")
+                        .splitlines(keepends=True) if line.strip() and not _NOISE.search(line)]
+                if kept:
+                    sys.stderr.write("".join(kept))
+                    sys.stderr.flush()
+
+
 def breakdown(model: nn.Module, run: Callable[[], object], steps: int, device: torch.device,
               top: int = 12) -> dict:
     """Profile `run()` (which performs `steps` decode steps); rows per module and per op.
@@ -61,11 +105,12 @@ def breakdown(model: nn.Module, run: Callable[[], object], steps: int, device: t
     """
     cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with module_ranges(model), profile(activities=activities) as prof:
-        run()
-        if cuda:
-            torch.cuda.synchronize(device)
-    events = prof.key_averages()
+    with quiet_profiler():
+        with module_ranges(model), profile(activities=activities) as prof:
+            run()
+            if cuda:
+                torch.cuda.synchronize(device)
+        events = prof.key_averages()
 
     def total(e):
         return (e.device_time_total if cuda else e.cpu_time_total) / 1e3  # ms

@@ -87,6 +87,7 @@ def check_fits(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> dict
         raise InputError(
             f"{spec.name} will not fit: the run needs about {total / 1e9:,.2f} GB ({parts}) but "
             f"only {free / 1e9:,.2f} GB of {where} is free on {device}. Nothing was allocated. "
-            f"Shrink it with a smaller batch, prompt_len or new_tokens, a 16-bit dtype, or fewer "
-            f"layers (the override n_layers=2).")
+            f"Shrink it with a smaller batch, prompt_len or new_tokens, "
+            f"{'a 16-bit dtype, ' if o.dtype == 'fp32' else ''}or fewer layers (the override "
+            f"n_layers=2).")
     return need

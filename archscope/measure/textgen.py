@@ -80,11 +80,13 @@ def open_generation(folder, prompt: str, *, spec=None, device: str = "cpu",
                     next_token: NextToken = greedy, allow_pickle: bool = False):
     """Load the checkpoint and its tokenizer, encode the prompt: (TokenStream, IncrementalText,
     info) where info holds the spec, the load time, the prompt length and the eos ids."""
-    from archscope.weights.loader import input_device, load_checkpoint
-    from archscope.weights.placement import new_cache
+    from archscope.weights.loader import check_folder, input_device, load_checkpoint
+    from archscope.weights.placement import check_device_map, new_cache
     from archscope.weights.tokenizer import IncrementalText, eos_ids, load_tokenizer, prompt_ids
 
-    tokenizer = load_tokenizer(folder)  # first: a folder without one fails before the weights
+    check_device_map(device_map)
+    check_folder(folder)  # a mistyped path is "does not exist", not "no tokenizer"
+    tokenizer = load_tokenizer(folder)  # next: a folder without one fails before the weights
     ids = prompt_ids(tokenizer, prompt, chat, system)
     t0 = time.perf_counter()
     model, spec = load_checkpoint(folder, spec, device, dtype, device_map=device_map,

@@ -14,13 +14,16 @@ import types
 import typing
 from typing import Any, Literal, Union
 
-from archscope.errors import SpecError
+from archscope.errors import SpecError, quote
+from archscope.spec.limits import int_limit_error, list_limit_error
 
 _MISSING = dataclasses.MISSING
 
 
 def did_you_mean(word: str, choices) -> str:
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    if not isinstance(word, str) or len(word) > 100:  # only a misspelt name has a close match
+        return ""
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
@@ -56,56 +59,81 @@ def convert(tp, value: Any, key: str):
                 errors.append(err)
         if len(errors) == 1:
             raise errors[0]
-        raise SpecError(f"expected {_type_name(tp)}, got {value!r}", key=key)
+        fitting = [err for arm, err in zip([a for a in args if a is not type(None)], errors)
+                   if _fits(arm, value)]
+        if len(fitting) == 1:  # the value has one arm's shape: that arm's complaint is the one
+            raise fitting[0]
+        raise SpecError(f"expected {_type_name(tp)}, got {quote(value)}", key=key)
     if origin is Literal:
         allowed = typing.get_args(tp)
         if value not in allowed or isinstance(value, bool):
             raise SpecError(
-                f"expected one of {', '.join(map(str, allowed))}, got {value!r}"
+                f"expected one of {', '.join(map(str, allowed))}, got {quote(value)}"
                 + did_you_mean(value, allowed), key=key)
         return value
     if origin is tuple:
         (item_tp, _ellipsis) = typing.get_args(tp)
         if not isinstance(value, (list, tuple)):
-            raise SpecError(f"expected a list, got {value!r}", key=key)
+            raise SpecError(f"expected a list, got {quote(value)}", key=key)
+        too_long = list_limit_error(key, len(value))
+        if too_long:
+            raise SpecError(too_long, key=key)
         return tuple(convert(item_tp, v, f"{key}[{i}]") for i, v in enumerate(value))
     if dataclasses.is_dataclass(tp):
         return from_mapping(tp, value, key)
     if tp is dict:
         if not isinstance(value, dict):
-            raise SpecError(f"expected a mapping, got {value!r}", key=key)
+            raise SpecError(f"expected a mapping, got {quote(value)}", key=key)
         return dict(value)
     if tp is bool:
         if not isinstance(value, bool):
-            raise SpecError(f"expected true/false, got {value!r}", key=key)
+            raise SpecError(f"expected true/false, got {quote(value)}", key=key)
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise SpecError(f"expected an integer, got {value!r}", key=key)
+            raise SpecError(f"expected an integer, got {quote(value)}", key=key)
+        beyond = int_limit_error(key, value)
+        if beyond:
+            raise SpecError(beyond, key=key)
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f"expected a number, got {value!r}", key=key)
-        if not math.isfinite(value):
-            raise SpecError(f"expected a finite number, got {value!r}", key=key)
-        return float(value)
+            raise SpecError(f"expected a number, got {quote(value)}", key=key)
+        try:
+            number = float(value)  # an integer past 1.8e308 overflows
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise SpecError(f"expected a finite number, got {quote(value)}", key=key)
+        return number
     if tp is str:
         if not isinstance(value, str):
-            raise SpecError(f"expected a string, got {value!r}", key=key)
+            raise SpecError(f"expected a string, got {quote(value)}", key=key)
         return value
     raise TypeError(f"unsupported spec field type {tp!r}")  # a bug in archscope, not bad input
+
+
+def _fits(tp, value: Any) -> bool:
+    """Whether `value` has the shape of `tp` (a list for a tuple, a mapping for a dataclass)."""
+    if typing.get_origin(tp) is tuple:
+        return isinstance(value, (list, tuple))
+    if dataclasses.is_dataclass(tp) or tp is dict:
+        return isinstance(value, dict)
+    if tp in (int, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, tp) if isinstance(tp, type) else False
 
 
 def from_mapping(cls, data: Any, prefix: str = ""):
     """Build dataclass `cls` from a mapping, checking keys and types, then run `cls.validate`."""
     where = prefix or "spec"
     if not isinstance(data, dict):
-        raise SpecError(f"expected a mapping, got {data!r}", key=prefix or None)
+        raise SpecError(f"expected a mapping, got {quote(data)}", key=prefix or None)
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     for name in data:
         if name not in fields:
-            raise SpecError(f"unknown key '{name}' in {where}" + did_you_mean(name, fields),
+            raise SpecError(f"unknown key {quote(name)} in {where}" + did_you_mean(name, fields),
                             key=_join(prefix, name))
     kwargs = {}
     for name, field in fields.items():

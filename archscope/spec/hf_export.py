@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 from archscope.errors import SpecError
@@ -180,18 +178,13 @@ def _check_ffn_kinds(spec: ModelSpec) -> None:
 
 
 def write_hf_config(spec: ModelSpec, folder: str | Path) -> Path:
-    """Write `folder/config.json` for `spec`; nothing is half-written if anything fails."""
+    """Write `folder/config.json` for `spec` atomically (archscope.writes): the destination is
+    checked first, and nothing is half-written if anything fails (an InputError names it)."""
+    from archscope.writes import write_file_atomic
+
     text = json.dumps(spec_to_hf_config(spec), indent=2) + "\n"
-    target = Path(folder) / "config.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return target
+    return write_file_atomic(Path(folder) / "config.json", text.encode("utf-8"),
+                             what="HF config")
 
 
 def _diff(ours: dict, theirs: dict) -> dict:

@@ -1,246 +1,141 @@
 """HF config.json -> spec mapping, for eight transformers model types, each read as its
 difference from Llama (the other direction is `hf_export`; `hf` re-exports both).
 
-The JSON is read as data (no code, no network); a key the file lacks takes transformers' class
-default, looked up only then, so a complete config.json loads without importing torch. What HF's
-schema cannot hold (name, source, notes, a different spelling) comes from one extra key.
+The JSON is read as data (no code, no network). Every key a reader uses is checked (type and
+range, `hf_keys.Keys`) before anything is built from it, and what transformers itself refuses
+(heads that do not divide the width where its class demands it, unknown layer types, ...) is
+refused here, each as a SpecError naming the file and the config.json key. A key the file lacks
+takes transformers' class default, looked up only then (so a complete config.json loads without
+importing torch), and is reported: `read_hf_config(...).defaulted`, and a `DefaultedKeyWarning`
+per key from `mapping_from_hf_config`. What HF's schema cannot hold (name, source, notes, a
+different spelling) comes from one extra key.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
-from archscope.errors import SpecError
+from archscope.errors import SpecError, quote
+from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, hf_key, what
+from archscope.spec.hf_readers import _FIXED, READERS, RENAMED  # noqa: F401  (RENAMED re-exported)
 
 EXTRA_KEY = "archscope"
-_ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",  # HF name -> ours
-        "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
-RENAMED = {"original_max_position_embeddings": "original_max_seq_len"}  # other RoPE keys match
-_FIXED = {"gpt2": {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
-                   "add_cross_attention": False}}  # other values: networks the spec cannot hold
-_HF = object()  # no fallback given: use transformers' class default
 
 
-class _Config:
-    """A config.json's keys; a missing one takes transformers' class default for the type."""
-
-    def __init__(self, raw: dict, model_type: str, where: str):
-        self.raw, self.model_type, self.where, self._defaults = raw, model_type, where, None
-
-    def get(self, key: str, fallback: Any = _HF) -> Any:
-        if key in self.raw or fallback is not _HF:
-            return self.raw.get(key, fallback)
-        if self._defaults is None:  # only now: transformers imports torch, which takes seconds
-            from transformers import CONFIG_MAPPING
-
-            cls = CONFIG_MAPPING[self.model_type]
-            self._defaults = {f.name: f.default for f in dataclasses.fields(cls)
-                              if f.default is not dataclasses.MISSING}
-            self._defaults["rope_theta"] = cls.default_theta
-        return self._defaults.get(key)
-
-    def __getitem__(self, key: str) -> Any:
-        if (value := self.get(key)) is None:
-            raise SpecError("required (transformers has no default)", where=self.where, key=key)
-        return value
-
-    def int(self, key: str, least: int = 1, fallback: Any = _HF) -> int:
-        value = self.get(key, fallback) if fallback is not _HF else self[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise SpecError(f"expected an integer >= {least}, got {value!r}", where=self.where,
-                            key=key)
-        return value
-
-    def act(self, key: str) -> str:
-        if (name := self[key]) not in _ACT:
-            raise SpecError(f"unsupported activation {name!r}; expected one of {', '.join(_ACT)}",
-                            where=self.where, key=key)
-        return _ACT[name]
+class DefaultedKeyWarning(UserWarning):
+    """A config.json lacked a key; the import took transformers' class default for it."""
 
 
-def _rope(c: _Config) -> dict:
-    """RoPE from `rope_parameters` (transformers 5) or `rope_theta` + `rope_scaling` (older)."""
-    legacy, current = c.raw.get("rope_scaling") or {}, c.get("rope_parameters", None) or {}
-    for key, value in (("rope_scaling", legacy), ("rope_parameters", current)):
-        if not isinstance(value, dict):
-            raise SpecError(f"expected a mapping, got {value!r}", where=c.where, key=key)
-    params = {**legacy, **current}
-    kind = params.get("rope_type", params.get("type", "default"))
-    theta = params["rope_theta"] if "rope_theta" in params else c["rope_theta"]
-    if kind == "default":
-        return {"kind": "rope", "theta": theta}
-    if kind not in ("llama3", "yarn", "linear"):
-        raise SpecError(f"unsupported RoPE type {kind!r}; expected default, linear, llama3 "
-                        "or yarn", where=c.where, key="rope_parameters.rope_type")
-    scaling = {RENAMED.get(k, k): v for k, v in params.items()  # from_mapping refuses unknowns
-               if k not in ("rope_type", "type", "rope_theta") and v is not None}
-    return {"kind": "rope", "theta": theta, "scaling": {"kind": kind, **scaling}}
+@dataclasses.dataclass(frozen=True)
+class HFImport:
+    """A config.json read: the spec mapping, and the keys that took transformers' defaults."""
+
+    mapping: dict
+    defaulted: tuple[Defaulted, ...] = ()
 
 
-def _select(indices: list[int]) -> str | list[int]:
-    """A `layers` selector: a slice string for a contiguous run, else the list."""
-    if indices == list(range(indices[0], indices[-1] + 1)):
-        return f"{indices[0]}:{indices[-1] + 1}"
-    return indices
-
-
-def _patch(mapping: dict, **sections: dict) -> dict:
-    """Change some sections; a section with a new `kind` replaces the old one."""
-    out = dict(mapping)
-    for name, new in sections.items():
-        old = out[name]
-        out[name] = new if new.get("kind", old["kind"]) != old["kind"] else {**old, **new}
-    return out
-
-
-def _base(c: _Config) -> dict:  # shape, norm and positions: shared by every RoPE family here
-    return {"vocab_size": c["vocab_size"], "d_model": c["hidden_size"],
-            "n_layers": c["num_hidden_layers"], "max_seq_len": c["max_position_embeddings"],
-            "tie_embeddings": c["tie_word_embeddings"],
-            "norm": {"kind": "rmsnorm", "eps": c["rms_norm_eps"], "position": "pre"},
-            "position": _rope(c)}
-
-
-def _llama(c: _Config) -> dict:
-    heads = c.int("num_attention_heads")
-    return {**_base(c),
-            "attention": {"kind": "gqa", "n_heads": heads,
-                          "n_kv_heads": c.get("num_key_value_heads") or heads,
-                          "head_dim": c.raw.get("head_dim") or c.int("hidden_size") // heads,
-                          "bias": c.get("attention_bias", False)},
-            "ffn": {"kind": "swiglu", "d_ff": c["intermediate_size"],
-                    "activation": c.act("hidden_act"), "bias": c.get("mlp_bias", False)}}
-
-
-def _mistral(c: _Config) -> dict:  # Llama + a sliding window, no bias switches
-    return _patch(_llama(c), attention={"bias": False, "window": c.get("sliding_window")},
-                  ffn={"bias": False})
-
-
-def _moe(c: _Config) -> dict:  # Mixtral-style experts: softmax, top-k, renormalised
-    return {"kind": "moe", "activation": c.act("hidden_act"), "n_experts": c["num_local_experts"],
-            "top_k": c["num_experts_per_tok"], "d_expert": c["intermediate_size"],
-            "router": {"normalize": True}}
-
-
-def _mixtral(c: _Config) -> dict:  # Mistral + MoE
-    return _patch(_mistral(c), ffn=_moe(c))
-
-
-def _granite(c: _Config) -> dict:  # Llama + multipliers
-    return {**_llama(c), "multipliers": {
-        "embedding": c["embedding_multiplier"], "attention": c["attention_multiplier"],
-        "residual": c["residual_multiplier"], "logits": c["logits_scaling"]}}
-
-
-def _granitemoe(c: _Config) -> dict:  # Granite + MoE (no shared experts)
-    return _patch(_granite(c), ffn=_moe(c))
-
-
-def _qwen2(c: _Config) -> dict:  # Llama + q/k/v bias (o_proj none) + a window on some layers
-    out = _patch(_llama(c), attention={"bias": True, "out_bias": False}, ffn={"bias": False})
-    n = c.int("num_hidden_layers")
-    window = c.get("sliding_window") if c.get("use_sliding_window") else None
-    types = c.get("layer_types", None) or [  # transformers' rule when layer_types is absent
-        "sliding_attention" if window is not None and i >= c.int("max_window_layers", 0)
-        else "full_attention" for i in range(n)]
-    if len(types) != n or not set(types) <= {"sliding_attention", "full_attention"}:
-        raise SpecError(f"expected {n} entries, each full_attention or sliding_attention",
-                        where=c.where, key="layer_types")
-    sliding = [i for i, t in enumerate(types) if t == "sliding_attention" and window is not None]
-    if len(sliding) == n:
-        return _patch(out, attention={"window": window})
-    if sliding:
-        out["layers"] = [{"select": _select(sliding), "attention": {"window": window}}]
-    return out
-
-
-def _deepseek_moe(c: _Config) -> dict:  # routed experts + always-on shared experts
-    router = {"method": c.get("topk_method") or "greedy",
-              "normalize": bool(c.get("norm_topk_prob")),
-              "scaling_factor": c["routed_scaling_factor"]}
-    if router["method"] != "greedy":  # greedy ignores the groups
-        router.update(n_group=c.get("n_group"), topk_group=c.get("topk_group"))
-    return {"kind": "moe", "activation": c.act("hidden_act"), "bias": c.get("mlp_bias", False),
-            "n_experts": c["n_routed_experts"], "top_k": c["num_experts_per_tok"],
-            "d_expert": c["moe_intermediate_size"], "n_shared_experts": c["n_shared_experts"],
-            "router": router}
-
-
-def _deepseek_v2(c: _Config) -> dict:  # Llama's skeleton + MLA + MoE after some dense layers
-    mla = {key: c.get(key) for key in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
-                                       "qk_rope_head_dim", "v_head_dim")}
-    out = {**_base(c), "attention": {"kind": "mla", "n_heads": c["num_attention_heads"],
-                                     "bias": c.get("attention_bias", False), **mla}}
-    # DeepSeek's rule: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0
-    k, freq = c.int("first_k_dense_replace", 0), c.int("moe_layer_freq", fallback=1)
-    n = c.int("num_hidden_layers")
-    dense = [i for i in range(n) if not (i >= k and i % freq == 0)]
-    mlp = {"kind": "swiglu", "d_ff": c["intermediate_size"], "activation": c.act("hidden_act"),
-           **({"bias": True} if c.get("mlp_bias", False) else {})} if dense else None
-    if len(dense) == n:
-        return {**out, "ffn": mlp}
-    out["ffn"] = _deepseek_moe(c)
-    if dense:
-        out["layers"] = [{"select": _select(dense), "ffn": mlp}]
-    return out
-
-
-def _gpt2(c: _Config) -> dict:
-    heads, width = c.int("n_head"), c.int("n_embd")
-    return {"vocab_size": c["vocab_size"], "d_model": width, "n_layers": c["n_layer"],
-            "max_seq_len": c["n_positions"], "tie_embeddings": c["tie_word_embeddings"],
-            "norm": {"kind": "layernorm", "eps": c["layer_norm_epsilon"], "position": "pre"},
-            "position": {"kind": "learned"},
-            "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": heads,
-                          "head_dim": width // heads, "bias": True},
-            "ffn": {"kind": "mlp", "d_ff": c.get("n_inner") or 4 * width,
-                    "activation": c.act("activation_function"), "bias": True}}
-
-
-READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
-    "llama": _llama,
-    "mistral": _mistral,
-    "mixtral": _mixtral,
-    "qwen2": _qwen2,
-    "granite": _granite,
-    "granitemoe": _granitemoe,
-    "deepseek_v2": _deepseek_v2,
-    "gpt2": _gpt2,
-}
+def read_hf_config(path: str | Path) -> HFImport:
+    """An HF config.json (or a folder holding one) read and checked: the spec mapping (one
+    that `fields.from_mapping` accepts) and the keys that took transformers' defaults."""
+    file = Path(path)
+    where = str(file)
+    try:
+        if file.is_dir():
+            file = file / "config.json"
+            where = str(file)
+        with file.open("rb") as handle:
+            data = handle.read(JSON_BYTES_MAX + 1)
+    except OSError as err:
+        raise SpecError(f"cannot read: {err.strerror or err}", where=where) from None
+    if len(data) > JSON_BYTES_MAX:
+        raise SpecError(f"larger than the {JSON_BYTES_MAX:,} bytes archscope reads from a "
+                        "config.json", where=where)
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise SpecError(f"cannot read: not UTF-8 ({err.reason} at byte {err.start})",
+                        where=where) from None
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, a 5,000-digit integer, depth
+        raise SpecError(f"not valid JSON: {err}", where=where) from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"expected a JSON object, got {type(raw).__name__}", where=where)
+    name = raw.get("_name_or_path")
+    if name is not None and not isinstance(name, str):
+        raise SpecError(f"expected a string or null, {what(name)}", where=where,
+                        key="_name_or_path")
+    name = Path(name or "").name or file.resolve().parent.name
+    mapping, keys = _read(raw, where, name, f"config.json at {file}")
+    _check(mapping, raw, keys)
+    return HFImport(mapping, tuple(keys.defaulted.values()))
 
 
 def mapping_from_hf_config(path: str | Path) -> dict:
-    """The raw spec mapping (preset keys) for an HF config.json, or a folder holding one."""
-    file = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
-    try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(f"cannot read: {err}", where=str(file)) from None
-    except json.JSONDecodeError as err:
-        raise SpecError(f"not valid JSON: {err}", where=str(file)) from None
-    if not isinstance(raw, dict):
-        raise SpecError(f"expected a JSON object, got {type(raw).__name__}", where=str(file))
-    name = Path(str(raw.get("_name_or_path") or "")).name or file.resolve().parent.name
-    return mapping_from_raw(raw, str(file), name, f"config.json at {file}")
+    """The raw spec mapping (preset keys) for an HF config.json, or a folder holding one.
+
+    Each key that took transformers' class default is reported as a DefaultedKeyWarning
+    (`str(warning.message)`: "<file> has no hidden_size; took transformers' default 4096").
+    """
+    result = read_hf_config(path)
+    for note in result.defaulted:
+        warnings.warn(DefaultedKeyWarning(str(note)), stacklevel=2)
+    return result.mapping
 
 
 def mapping_from_raw(raw: dict, where: str, name: str, source: str) -> dict:
     """The spec mapping for a parsed config.json; `where` names it in errors."""
+    return _read(raw, where, name, source)[0]
+
+
+def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
     model_type = raw.get("model_type")
     if not isinstance(model_type, str) or model_type not in READERS:
-        raise SpecError(f"unsupported model type {model_type!r}; archscope reads "
+        raise SpecError(f"unsupported model type {quote(model_type)}; archscope reads "
                         f"{', '.join(READERS)}", where=where, key="model_type")
     for key, value in _FIXED.get(model_type, {}).items():
-        if raw.get(key, value) != value:
-            raise SpecError(f"archscope only models {json.dumps(value)}", where=where, key=key)
-    if not isinstance(extras := raw.get(EXTRA_KEY, {}), dict):
-        raise SpecError("expected a mapping", where=where, key=EXTRA_KEY)
-    body = READERS[model_type](_Config(raw, model_type, where))
-    return _merge({"name": name, "source": source, **_drop_none(body)}, extras)
+        if raw.get(key, value) is not value:
+            raise SpecError(f"archscope only models {json.dumps(value)}, {what(raw[key])}",
+                            where=where, key=key)
+    extras = raw.get(EXTRA_KEY, {})
+    if not isinstance(extras, dict):
+        raise SpecError(f"expected a mapping, {what(extras)}", where=where, key=EXTRA_KEY)
+    keys = Keys(raw, model_type, where)  # the extra keys are checked by the spec's converter
+    body = READERS[model_type](keys)
+    return _merge({"name": name, "source": source, **_drop_none(body)}, extras), keys
+
+
+def _check(mapping: dict, raw: dict, keys: Keys) -> None:
+    """Build the spec once, so that its own consistency checks name config.json keys."""
+    from archscope.spec.fields import from_mapping
+    from archscope.spec.schema import ModelSpec
+
+    try:
+        from_mapping(ModelSpec, mapping)
+    except SpecError as err:
+        extras = raw.get(EXTRA_KEY) or {}
+        if _within(extras, err.key):
+            key, detail = f"{EXTRA_KEY}.{err.key}", err.detail
+        else:
+            rope = "rope_parameters" if raw.get("rope_parameters") else "rope_scaling"
+            key = hf_key(err.key, keys.model_type, rope) or err.key
+            detail = err.detail if key == err.key else f"{err.detail} (archscope's {err.key})"
+        raise SpecError(detail, where=keys.where, key=key) from None
+
+
+def _within(extras: dict, key: str | None) -> bool:
+    """Whether the spec key (or a section holding it) comes from the extra key."""
+    node: Any = extras
+    for part in (key or "").split("."):
+        part = part.split("[", 1)[0]
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+        if not isinstance(node, dict):
+            return True
+    return True
 
 
 def _merge(base: dict, patch: dict) -> dict:

@@ -9,7 +9,8 @@ from typing import Any, Iterable
 
 import yaml
 
-from archscope.errors import SpecError
+from archscope.errors import SpecError, quote, shorten
+from archscope.spec import limits
 from archscope.spec.fields import did_you_mean, from_mapping, to_mapping
 from archscope.spec.schema import ModelSpec
 
@@ -17,10 +18,32 @@ PRESETS_DIR = Path(__file__).resolve().parents[2] / "model_specs"
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """A safe loader (libyaml's when present: ten times faster) that reads `1e-5` as a number.
+    """A safe loader (libyaml's when present: ten times faster) that reads `1e-5` as a number
+    and refuses a key given twice in one mapping.
 
     YAML 1.1 wants `1.0e-5`; people write `1e-5`.
     """
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):  # before merge keys (`<<`) are flattened in
+            first: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key, line = self.construct_object(key_node, deep=deep), key_node.start_mark.line
+                try:
+                    if key in first:
+                        raise _DuplicateKey(key, first[key] + 1, line + 1)
+                    first[key] = line
+                except TypeError:  # unhashable: the base class says so
+                    continue
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key, first: int, again: int):
+        super().__init__(key)
+        self.key, self.lines = key, (first, again)
 
 
 _FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
@@ -35,11 +58,45 @@ _Loader.yaml_implicit_resolvers = {
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
 
 
-def parse_yaml(text: str, where: str) -> Any:
+def parse_yaml(text: str, where: str, key: str | None = None) -> Any:
+    """YAML text -> plain data, within the limits of archscope/spec/limits.py; SpecError else.
+
+    `key` names where the text sits (a --set key) for messages. Size is checked first, then
+    nesting depth and alias-expanded size on libyaml's event stream (iterative, so no document
+    can overflow a stack), and only then is the document composed and built.
+    """
     try:
+        limits.check_yaml(text, _Loader, where, key)
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a safe loader
+    except SpecError:
+        raise
+    except _DuplicateKey as err:
+        dup = shorten(str(err.key))
+        first, again = err.lines
+        lines = f"lines {first} and {again}" if first != again else f"both on line {first}"
+        raise SpecError(f"given twice in one mapping ({lines}); give each key once", where=where,
+                        key=f"{key}.{dup}" if key else dup) from None
     except yaml.YAMLError as err:
-        raise SpecError(f"not valid YAML: {err}", where=where) from None
+        raise SpecError(f"not valid YAML{_yaml_problem(err)}", where=where, key=key) from None
+    except (ValueError, OverflowError) as err:  # e.g. an integer of over 4,300 digits
+        problem = "an integer too long to read" if "digits" in str(err) else err
+        raise SpecError(f"a value cannot be read: {problem}", where=where, key=key) from None
+    except (LookupError, AttributeError, TypeError):  # PyYAML's constructors on a value that
+        # does not fit its explicit tag: `!!bool x` (KeyError), `!!int ''` (IndexError),
+        # `!!timestamp x` (AttributeError)
+        raise SpecError("a value cannot be read: a value that does not fit its tag (such as "
+                        "!!bool x, !!timestamp x or an empty !!int)", where=where,
+                        key=key) from None
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """libyaml's complaint on one line: what it was reading where, and what it found where."""
+    parts = []
+    for what, mark in (("context", "context_mark"), ("problem", "problem_mark")):
+        text, at = getattr(err, what, None), getattr(err, mark, None)
+        if text:
+            parts.append(text + (f" (line {at.line + 1}, column {at.column + 1})" if at else ""))
+    return ": " + ": ".join(parts or [str(err)])
 
 
 def preset_names() -> list[str]:
@@ -65,26 +122,41 @@ def spec_from_mapping(raw: Any, where: str) -> ModelSpec:
 def _raw_mapping(model: str | Path) -> tuple[dict, str]:
     text = str(model)
     path = Path(text)
-    if path.is_dir() or path.name == "config.json" or path.suffix == ".json":
+    if _is(path, "is_dir") or path.name == "config.json" or path.suffix == ".json":
         from archscope.spec.hf import mapping_from_hf_config
 
         return mapping_from_hf_config(path), str(path)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
+    if path.suffix in (".yaml", ".yml") or _is(path, "exists"):
+        if not _is(path, "is_file"):
             raise SpecError("no such file", where=text)
         return _resolve_extends(_read_yaml(path), path, seen=()), text
-    if (PRESETS_DIR / f"{text}.yaml").is_file():
+    if _is(PRESETS_DIR / f"{text}.yaml", "is_file"):
         preset = PRESETS_DIR / f"{text}.yaml"
         return _resolve_extends(_read_yaml(preset), preset, seen=()), str(preset)
-    raise SpecError(
-        f"unknown model '{text}': not a preset, a YAML spec or a config.json"
-        + did_you_mean(text, preset_names())
-        + f". Presets: {', '.join(preset_names())}", where=text)
+    close = did_you_mean(text, preset_names())
+    presets = ", ".join(preset_names())
+    listed = "`archscope list` names the presets" \
+        if close or len(presets) + len(text) > 300 else f"Presets: {presets}"
+    raise SpecError(f"unknown model: not a preset, a YAML spec or a config.json{close}. {listed}",
+                    where=text)
+
+
+def _is(path: Path, test: str) -> bool:
+    """path.exists() and the like, False for a name no file can have (too long, a NUL)."""
+    try:
+        return getattr(path, test)()
+    except (OSError, ValueError):
+        return False
 
 
 def _read_yaml(path: Path) -> dict:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            data = file.read(limits.YAML_BYTES_MAX + 1)
+        if len(data) > limits.YAML_BYTES_MAX:
+            raise SpecError(f"the file is beyond the limit of {limits.YAML_BYTES_MAX:,} bytes "
+                            f"({limits.WHERE})", where=str(path))
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise SpecError(f"cannot read: {err}", where=str(path)) from None
     data = parse_yaml(text, str(path))
@@ -100,15 +172,19 @@ def _resolve_extends(data: dict, path: Path, seen: tuple[str, ...]) -> dict:
     if parent is None:
         return data
     if not isinstance(parent, str):
-        raise SpecError(f"expected a preset name, got {parent!r}", where=str(path), key="extends")
+        raise SpecError(f"expected a preset name, got {quote(parent)}", where=str(path),
+                        key="extends")
     if parent in seen:
         raise SpecError(f"extends cycle: {' -> '.join(seen + (parent,))}", where=str(path),
                         key="extends")
+    if len(seen) >= limits.EXTENDS_MAX:
+        raise SpecError(f"a chain of more than {limits.EXTENDS_MAX} files is beyond the limit "
+                        f"({limits.WHERE})", where=str(path), key="extends")
     candidates = [path.parent / f"{parent}.yaml", PRESETS_DIR / f"{parent}.yaml"]
-    base_path = next((p for p in candidates if p.is_file()), None)
+    base_path = next((p for p in candidates if _is(p, "is_file")), None)
     if base_path is None:
-        raise SpecError(f"extends unknown preset '{parent}'" + did_you_mean(parent, preset_names()),
-                        where=str(path), key="extends")
+        raise SpecError(f"extends unknown preset {quote(parent)}"
+                        + did_you_mean(parent, preset_names()), where=str(path), key="extends")
     base = _resolve_extends(_read_yaml(base_path), base_path, seen + (parent,))
     merged = deep_merge(base, data)
     merged["extends"] = parent
@@ -133,13 +209,13 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
     out = copy.deepcopy(raw)
     for item in overrides:
         if "=" not in item:
-            raise SpecError(f"expected key=value, got {item!r}", where="overrides")
+            raise SpecError(f"expected key=value, got {quote(item)}", where="overrides")
         key, text = item.split("=", 1)
         key = key.strip()
         if not key or any(not part for part in key.split(".")):
-            raise SpecError(f"expected a dotted key like attention.n_kv_heads, got {key!r}",
+            raise SpecError(f"expected a dotted key like attention.n_kv_heads, got {quote(key)}",
                             where="overrides")
-        value = parse_yaml(text, "overrides") if text.strip() else None
+        value = parse_yaml(text, "overrides", key) if text.strip() else None
         node = out
         parts = key.split(".")
         for depth, part in enumerate(parts[:-1]):

@@ -15,11 +15,13 @@ import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
-from archscope.errors import SpecError
+from archscope.errors import SpecError, quote
 from archscope.spec.checks import positive, require
 from archscope.spec.components import (Activation, AttentionKind, AttentionSpec, FFNKind, FFNSpec,
                                        NormKind, NormSpec, PositionKind, PositionSpec,
                                        RouterMethod, RouterSpec, ScalingKind, ScalingSpec)
+from archscope.spec.limits import LAYER_PICKS_MAX
+from archscope.spec.limits import WHERE as LIMITS
 
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "RouterSpec", "FFNSpec",
@@ -51,17 +53,18 @@ class LayerOverride:
         try:
             bounds = [int(p) if p.strip() else None for p in parts]
         except ValueError:
-            raise SpecError(f"expected layer indices or a slice like '1::2', got {self.select!r}",
-                            key="select") from None
+            raise SpecError(f"expected layer indices or a slice like '1::2', got "
+                            f"{quote(self.select)}", key="select") from None
         if len(bounds) == 1:
             return self._checked(bounds, n_layers)
         require(len(bounds) < 3 or bounds[2] != 0, "select", "a slice step cannot be 0")
-        return list(range(n_layers))[slice(*bounds)]
+        return self._checked(list(range(n_layers))[slice(*bounds)], n_layers)
 
-    @staticmethod
-    def _checked(indices: list[int], n_layers: int) -> list[int]:
+    def _checked(self, indices: list[int], n_layers: int) -> list[int]:
         for i in indices:
             require(0 <= i < n_layers, "select", f"layer {i} is outside 0..{n_layers - 1}")
+        shown = quote(list(self.select) if isinstance(self.select, tuple) else self.select)
+        require(bool(indices), "select", f"{shown} selects no layer (layers are 0..{n_layers - 1})")
         return indices
 
 
@@ -116,6 +119,14 @@ class ModelSpec:
 
     def validate(self) -> None:
         positive(self, "vocab_size", "d_model", "n_layers", "max_seq_len")
+        picks = 0  # the plan's work: bounded before it is built
+        for k, override in enumerate(self.layers):
+            try:
+                picks += len(override.indices(self.n_layers))
+            except SpecError as err:
+                raise SpecError(err.detail, key=f"layers[{k}].select") from None
+            require(picks <= LAYER_PICKS_MAX, "layers", f"the overrides pick more than "
+                    f"{LAYER_PICKS_MAX:,} layers in all, beyond the limit ({LIMITS})")
         for layer in self.plan:
             w = layer.attention.window
             if w is not None and w > self.max_seq_len:
@@ -152,7 +163,9 @@ class ModelSpec:
         def build(cls, patched, base, key):
             if patched is None:
                 return base
-            ident = (cls, repr(sorted(patched.items())))
+            # keys by repr: a hostile override may mix str with int/None keys (from_mapping
+            # then names the unknown key), which do not sort together
+            ident = (cls, repr(sorted(patched.items(), key=lambda item: repr(item[0]))))
             if ident not in cache:
                 cache[ident] = from_mapping(cls, patched, key)
             return cache[ident]

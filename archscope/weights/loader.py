@@ -5,14 +5,18 @@ against it), the model built on the meta device, every tensor's name and shape c
 file headers, the memory checked, and only then the weights read, one tensor at a time: each is
 read onto its device, renamed (and split/transposed) through the weight-name table, cast and
 assigned in place of its meta parameter. No second copy of the model exists at any moment.
+A tensor holding NaN or inf is refused as it is read (one `isfinite` pass per tensor), and a
+progress bar (stderr, on a terminal only) counts the tensors read.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import torch
 from torch import nn
+from tqdm import tqdm
 
 from archscope.errors import CheckpointError
 from archscope.nn.build import build_model
@@ -29,15 +33,18 @@ from archscope.weights.validate import check_tensors, tied_aliases
 def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
                     device: str = "cpu", dtype: torch.dtype = torch.float32, *,
                     device_map: str | dict | None = None, max_memory: dict | None = None,
-                    allow_pickle: bool = False) -> tuple[DecoderLM, ModelSpec]:
+                    allow_pickle: bool = False, progress: bool = True
+                    ) -> tuple[DecoderLM, ModelSpec]:
     """(model in eval mode, its spec) for the checkpoint in `folder`.
 
     `spec`: check it against the folder's config.json (InputError naming the differing keys)
     and build it; None builds the config's own spec. `device_map`: None (everything on
     `device`), "auto"/"balanced"/"sequential" or an explicit {module: device} map, with
     `max_memory` as in accelerate. The result's `placement` attribute says where inputs go and
-    where each layer runs (see `placement.new_cache`).
+    where each layer runs (see `placement.new_cache`). `progress`: a bar on stderr while the
+    tensors are read (shown only when stderr is a terminal).
     """
+    check_folder(folder)
     found = folder_spec(folder)
     if spec is not None:
         check_same_network(spec, found, str(config_path(folder)))
@@ -46,8 +53,8 @@ def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
     ckpt = experts.merged_view(find_checkpoint(folder, allow_pickle), model_type(folder))
     model = build_model(spec, "meta", dtype)
     skip = check_tensors(table, model, ckpt)
-    placement = plan(model, device, device_map, max_memory)
-    _read_into(model, table, ckpt, skip, placement, dtype)
+    placement = plan(model, device, device_map, max_memory, remedies=("dtype", "device_map"))
+    _read_into(model, table, ckpt, skip, placement, dtype, progress)
     model.tie_weights()
     left = [name for name, p in model.named_parameters() if p.is_meta]
     if left:  # check_tensors makes this unreachable; a silent meta weight would be far worse
@@ -57,24 +64,52 @@ def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
     return model, spec
 
 
+def check_folder(folder: str | Path) -> Path:
+    """`folder` as a Path; CheckpointError when it does not exist or is not a folder (the first
+    check, so a mistyped path is not reported as a missing config or tokenizer)."""
+    path = Path(folder)
+    if not path.exists():
+        raise CheckpointError(f"{folder}: the checkpoint folder does not exist")
+    if not path.is_dir():
+        raise CheckpointError(f"{folder}: not a folder; a checkpoint is a folder holding "
+                              f"config.json and the weights")
+    return path
+
+
+def finite_reader(ckpt: CheckpointFiles, file: Path, names: set[str], device):
+    """`read_tensors`, refusing a floating-point tensor that holds NaN or inf (named, with its
+    file and count) as soon as it is read."""
+    for name, tensor in read_tensors(ckpt, file, names, device):
+        if tensor.is_floating_point():
+            values = tensor if tensor.element_size() > 1 else tensor.float()  # fp8: no isfinite
+            if not bool(torch.isfinite(values).all()):
+                bad = int(values.numel() - torch.isfinite(values).sum())
+                raise CheckpointError(f"{name} has {bad:,} NaN/inf values (in {file.name}); "
+                                      f"the checkpoint is corrupt, nothing was loaded")
+        yield name, tensor
+
+
 @torch.no_grad()
 def _read_into(model: DecoderLM, table, ckpt: CheckpointFiles, skip: set[str],
-               placement: Placement, dtype: torch.dtype) -> None:
+               placement: Placement, dtype: torch.dtype, progress: bool = True) -> None:
     our_shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     aliases = tied_aliases(model)
     # On one device, safetensors reads each tensor onto it directly; with a device map each
     # tensor is read on the CPU and moved to the device of the module it belongs to.
     read_on = placement.main if placement.device_map is None else torch.device("cpu")
     wanted = set(ckpt.tensors) - skip
-    for file, name, tensor in experts.tensors(ckpt, wanted, read_on, read_tensors):
-        ours, unmatched = hf_to_ours(table, {name: tensor}, our_shapes)
-        if unmatched:  # check_tensors accepted it, so the table must map it
-            raise CheckpointError(f"{file}: no mapping for tensor {name}")
-        for our_name, part in ours.items():
-            if our_name not in aliases:
-                target = placement.storage(our_name)
-                assign(model, our_name, part.to(device=target, dtype=dtype).contiguous())
-        del tensor, ours  # one tensor at a time
+    with tqdm(total=len(wanted), desc=f"loading {Path(ckpt.folder).name}", unit="tensor",
+              file=sys.stderr, leave=False, disable=None if progress else True) as bar:
+        for file, name, tensor in experts.tensors(ckpt, wanted, read_on, finite_reader):
+            ours, unmatched = hf_to_ours(table, {name: tensor}, our_shapes)
+            if unmatched:  # check_tensors accepted it, so the table must map it
+                raise CheckpointError(f"{file}: no mapping for tensor {name}")
+            for our_name, part in ours.items():
+                if our_name not in aliases:
+                    target = placement.storage(our_name)
+                    assign(model, our_name, part.to(device=target, dtype=dtype).contiguous())
+            del tensor, ours  # one tensor at a time
+            bar.update()
 
 
 def assign(model: nn.Module, name: str, tensor: torch.Tensor) -> None:

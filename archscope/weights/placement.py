@@ -18,6 +18,11 @@ from archscope.errors import InputError
 
 DEVICE_MAPS = ("auto", "balanced", "sequential")
 NO_SPLIT = ["Block"]  # a decoder layer's sublayers share its residual stream: keep it whole
+# What a caller can change when a model does not fit, named as the library's arguments: a
+# narrower `dtype`, a `device_map` (only where the caller takes one), fewer layers (the
+# override n_layers=..., only where the caller builds from a spec). The refusal offers only the
+# remedies the caller passes (`plan(..., remedies=...)`) that would help here.
+REMEDIES = ("dtype", "device_map", "n_layers")
 
 
 @dataclass(frozen=True)
@@ -50,26 +55,37 @@ def weights_bytes(model: nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
-def plan(model: nn.Module, device: str, device_map=None, max_memory: dict | None = None
-         ) -> Placement:
-    """Placement for the meta-built `model`; InputError when it cannot fit."""
+def plan(model: nn.Module, device: str, device_map=None, max_memory: dict | None = None, *,
+         remedies: tuple[str, ...] = ("dtype", "n_layers")) -> Placement:
+    """Placement for the meta-built `model`; InputError when it cannot fit, suggesting those
+    of `remedies` (see REMEDIES) that apply. A named device map ("auto", ...) needs a CUDA GPU:
+    without one it is refused rather than silently run on the CPU."""
     if device_map is None:
         main = resolve_device(device)
-        _check_fits(model, main)
+        _check_fits(model, main, remedies)
         return Placement(main)
     if isinstance(device_map, str):
+        check_device_map(device_map)
         device_map = _infer(model, device_map, max_memory)
     if "disk" in device_map.values():
         on_disk = [k or "the whole model" for k, v in device_map.items() if v == "disk"]
         raise InputError(f"{_size(weights_bytes(model))} of weights do not fit in the GPU and "
                          f"CPU memory available (left over: {', '.join(on_disk[:4])}"
                          f"{', ...' if len(on_disk) > 4 else ''}); archscope does not offload "
-                         f"to disk. Use a 16-bit dtype or a machine with more memory")
+                         f"to disk. Try {_remedies(model, remedies, mapped=True)}")
     gpus = [v for v in device_map.values() if v not in ("cpu", "disk")]
     main = _as_device(gpus[0]) if gpus else torch.device("cpu")
     for value in set(device_map.values()):
         resolve_device(str(_as_device(value)))  # a map naming a missing GPU is bad input
     return Placement(main, dict(device_map))
+
+
+def check_device_map(device_map) -> None:
+    """Refuse a named device map ("auto", ...) where there is no CUDA GPU to spread over (it
+    would silently run everything on the CPU)."""
+    if isinstance(device_map, str) and not cuda_available():
+        raise InputError(f"device_map {device_map!r} spreads a model over CUDA GPUs, but no "
+                         f"CUDA GPU is available here; use device 'cpu' (no device_map)")
 
 
 def _infer(model: nn.Module, kind: str, max_memory: dict | None) -> dict:
@@ -86,13 +102,34 @@ def _infer(model: nn.Module, kind: str, max_memory: dict | None) -> dict:
                                       dtype=dtype))
 
 
-def _check_fits(model: nn.Module, device: torch.device) -> None:
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def _check_fits(model: nn.Module, device: torch.device, remedies: tuple[str, ...]) -> None:
     need, free = weights_bytes(model), available_bytes(device)
     if free is not None and need > free:
         where = "free GPU memory" if device.type == "cuda" else "available RAM"
-        raise InputError(f"the weights need {_size(need)} but only {_size(free)} of {where} is "
-                         f"free on {device}; nothing was loaded. Use a 16-bit dtype, or "
-                         f"device_map='auto' to spread the model over the GPUs and CPU memory")
+        raise InputError(f"the weights need {_size(need)} ({_dtype_name(model)}) but only "
+                         f"{_size(free)} of {where} is free on {device}; nothing was loaded. "
+                         f"Try {_remedies(model, remedies)}")
+
+
+def _dtype_name(model: nn.Module) -> str:
+    return str(next(model.parameters()).dtype).removeprefix("torch.")
+
+
+def _remedies(model: nn.Module, offered: tuple[str, ...], mapped: bool = False) -> str:
+    """The remedies among `offered` that would help, in words, ending with more memory."""
+    fixes = []
+    if "dtype" in offered and next(model.parameters()).element_size() > 2:
+        fixes.append("a 16-bit dtype (bf16 or fp16: half the bytes)")
+    if "device_map" in offered and not mapped and cuda_available():
+        fixes.append("device_map='auto' to spread the weights over the GPUs and CPU memory")
+    if "n_layers" in offered:
+        fixes.append("fewer layers (the override n_layers=2)")
+    fixes.append("a machine with more memory")
+    return ", ".join(fixes[:-1]) + f" or {fixes[-1]}" if len(fixes) > 1 else fixes[0]
 
 
 def _size(n: int) -> str:

@@ -4,24 +4,29 @@
 The folder holds what an HF model folder holds: config.json (archscope.spec.hf), the weights as
 safetensors under their HF names (`ours_to_hf`; a tied lm_head is not stored, as HF does),
 sharded with `model.safetensors.index.json` when larger than one shard, generation_config.json
-with the end-of-sequence ids, and a small trained tokenizer with a chat template. Everything is
-written into a temporary folder beside the target and renamed into place at the end, so an
-interrupted or failed run leaves nothing half-written.
+with the end-of-sequence ids, and a small trained tokenizer with a chat template. The target is
+checked first (archscope.writes); everything is written into a temporary folder beside it and
+renamed into place at the end, so a failed, interrupted (Ctrl-C) or terminated (SIGTERM) run
+leaves nothing half-written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import torch
 
 from archscope.errors import InputError
 from archscope.spec import ModelSpec
+from archscope.writes import check_destination, cleanup_on_signals, signals_deferred, write_error
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -38,26 +43,31 @@ def parse_size(text: str | int) -> int:
 
 
 def check_target(folder: str | Path, force: bool) -> Path:
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise InputError(f"{folder}: exists and is not a folder")
-    if folder.is_dir() and any(folder.iterdir()) and not force:
-        raise InputError(f"{folder}: not empty; choose a new folder or pass force=True to "
-                         f"replace its contents")
+    """Refuse, before any work, a folder that cannot (or must not) receive the checkpoint."""
+    folder = check_destination(folder, "checkpoint folder")
+    if folder.is_dir():  # it is staged beside itself, then swapped in: its parent is written
+        check_destination(folder.absolute().parent, "folder holding the checkpoint")
+        if any(folder.iterdir()) and not force:
+            raise InputError(f"{folder}: not empty; choose a new folder or pass force=True to "
+                             f"replace its contents")
     return folder
 
 
 def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype = torch.bfloat16,
                      seed: int = 0, shard_size: int = 5 * 10**9, device: str = "cpu",
-                     force: bool = False) -> dict:
-    """Write the checkpoint; returns a summary (files, tensors, bytes, tokenizer vocab)."""
+                     force: bool = False, progress: Callable[[str], None] | None = None) -> dict:
+    """Write the checkpoint; returns a summary (files, tensors, bytes, tokenizer vocab).
+    `progress(label)` is called after each step (weights drawn, each shard, the tokenizer).
+
+    The folder is checked before anything is built; everything is written into a hidden
+    `.NAME.PID-XXXXXX.partial` folder beside it, removed on any failure, Ctrl-C or SIGTERM; an
+    OSError while writing (a full disk...) is an InputError naming the folder."""
+    folder = check_target(folder, force)
     from archscope.nn.build import build_model
     from archscope.spec.hf import spec_to_hf_config
     from archscope.weights.placement import plan, weights_bytes
-
     from archscope.weights.tokenizer_train import MIN_VOCAB
 
-    folder = check_target(folder, force)
     if spec.vocab_size < MIN_VOCAB:
         raise InputError(f"vocab_size {spec.vocab_size}: make-checkpoint's byte-level tokenizer "
                          f"needs at least {MIN_VOCAB} ids (256 bytes and special tokens)")
@@ -66,20 +76,53 @@ def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype 
     plan(meta, device)  # memory check before materialising
     _check_disk(folder, weights_bytes(meta))
     parent = folder.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial", dir=parent))
-    try:
-        summary = _write_all(spec, model_type, tmp, build_model(spec, device, dtype, seed),
-                             shard_size)
-        _usual_permissions(tmp)
-        _move_into_place(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    tmp = parent / f".{folder.name}.{os.getpid()}-{secrets.token_hex(3)}.partial"
+    made: list[Path] = []
+    with cleanup_on_signals(), _write_errors(folder):
+        try:
+            _make_folders(parent, made)
+            tmp.mkdir(mode=0o700)
+            tick = progress or (lambda _label: None)
+            model = build_model(spec, device, dtype, seed)
+            tick("weights drawn")
+            summary = _write_all(spec, model_type, tmp, model, shard_size, tick)
+            del model
+            _usual_permissions(tmp)
+            with signals_deferred():
+                _move_into_place(tmp, folder)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            for made_folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    made_folder.rmdir()
+            raise
     return {"folder": str(folder), "model_type": model_type, **summary}
 
 
-def _write_all(spec: ModelSpec, model_type: str, out: Path, model, shard_size: int) -> dict:
+@contextlib.contextmanager
+def _write_errors(folder: Path):
+    """OSError (and safetensors' I/O errors) while writing -> InputError naming `folder`."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except OSError as err:
+        raise write_error(err, folder) from err
+    except SafetensorError as err:
+        if "I/O error" not in str(err):
+            raise
+        raise InputError(f"cannot write {folder}: {err}; nothing was written there") from err
+
+
+def _make_folders(folder: Path, made: list[Path]) -> None:
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    for p in reversed(missing):
+        p.mkdir(exist_ok=True)
+        made.append(p)
+
+
+def _write_all(spec: ModelSpec, model_type: str, out: Path, model, shard_size: int,
+               tick: Callable[[str], None]) -> dict:
     from archscope.spec.hf import write_hf_config
     from archscope.weights.mapping import ours_to_hf, table_for
     from archscope.weights.tokenizer_train import end_ids, train_tokenizer
@@ -87,10 +130,11 @@ def _write_all(spec: ModelSpec, model_type: str, out: Path, model, shard_size: i
 
     write_hf_config(spec, out)
     tensors = ours_to_hf(table_for(model_type), unique_parameters(model))
-    files = write_shards(tensors, out, shard_size)
+    files = write_shards(tensors, out, shard_size, tick)
     count = len(tensors)
     del tensors, model
     tokenizer = train_tokenizer(min(spec.vocab_size, DEFAULT_TOKENIZER_VOCAB))
+    tick("tokenizer")
     tokenizer.save_pretrained(str(out))
     generation = {"bos_token_id": tokenizer.bos_token_id, "eos_token_id": end_ids(tokenizer),
                   "do_sample": False}
@@ -100,7 +144,8 @@ def _write_all(spec: ModelSpec, model_type: str, out: Path, model, shard_size: i
             "tokenizer_vocab": len(tokenizer)}
 
 
-def write_shards(tensors: dict[str, torch.Tensor], out: Path, shard_size: int) -> list[str]:
+def write_shards(tensors: dict[str, torch.Tensor], out: Path, shard_size: int,
+                 tick: Callable[[str], None] = lambda _label: None) -> list[str]:
     """Safetensors files of at most `shard_size` bytes (a larger tensor gets a file of its
     own), layer by layer; an index when there is more than one. Returns the file names."""
     from safetensors.torch import save_file
@@ -120,6 +165,7 @@ def write_shards(tensors: dict[str, torch.Tensor], out: Path, shard_size: int) -
     for file, names in zip(files, shards):  # one shard's tensors on the CPU at a time
         save_file({k: tensors[k].detach().to("cpu").contiguous() for k in names}, out / file,
                   metadata={"format": "pt"})
+        tick(file)
     if n > 1:
         index = {"metadata": {"total_size": sum(t.numel() * t.element_size()
                                                 for t in tensors.values())},
@@ -152,11 +198,21 @@ def _usual_permissions(folder: Path) -> None:
 
 
 def _move_into_place(tmp: Path, folder: Path) -> None:
-    """Rename the finished folder into place; an existing (empty, or force=True) one goes after."""
+    """Rename the finished folder into place; an existing (empty, or force=True) one goes after
+    (and is put back if the swap fails)."""
     if not folder.exists():
         os.rename(tmp, folder)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=tmp.parent))
-    os.rename(folder, old / "previous")
-    os.rename(tmp, folder)
+    try:
+        os.rename(folder, old / "previous")
+    except BaseException:
+        old.rmdir()
+        raise
+    try:
+        os.rename(tmp, folder)
+    except BaseException:
+        os.rename(old / "previous", folder)
+        old.rmdir()
+        raise
     shutil.rmtree(old, ignore_errors=True)

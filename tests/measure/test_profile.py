@@ -231,7 +231,7 @@ def test_refuses_a_run_that_will_not_fit_before_allocating(run_cli, monkeypatch)
 @pytest.mark.parametrize("args, message", [
     (["--new-tokens", "1"], "new_tokens must be an integer >= 2, got 1"),
     (["--prompt-len", "200000"], "max_seq_len"),
-    (["--weights", "no/such/dir"], "no config.json"),
+    (["--weights", "no/such/dir"], "no/such/dir: the checkpoint folder does not exist"),
 ])
 def test_bad_options_exit_2(run_cli, args, message):
     code, _, err = run_cli("profile", "llama-3.2-1b", "--set", "n_layers=1", *args)

@@ -75,6 +75,12 @@ def test_expected_outputs_exist(regenerated):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def snapshot(root) -> dict:
+    """Every entry under root, hidden ones included: files with their bytes, folders as None."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() if p.is_file() else None
+            for p in sorted(root.rglob("*"))}
+
+
 def test_a_failure_writes_nothing(tmp_path, monkeypatch, run_cli):
     import archscope.report.pages.build as build
 
@@ -84,7 +90,42 @@ def test_a_failure_writes_nothing(tmp_path, monkeypatch, run_cli):
     monkeypatch.setattr(build, "build_reports", broken)
     code, _, err = run_cli("report", "--out", str(tmp_path / "out"))
     assert code == 2 and "boom" in err
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.md"))
+    assert list(tmp_path.iterdir()) == []  # not even the folder
+
+
+def test_a_full_disk_midway_changes_nothing(regenerated, tmp_path, monkeypatch, run_cli):
+    """The whole real file set (pages, figures, inputs) over an earlier report: the disk fills
+    after a few files, and --out is left byte for byte as it was, with no temporary."""
+    import errno
+    import os
+    import shutil
+
+    import archscope.report.pages.build as build
+    import archscope.writes as writes
+
+    out = tmp_path / "out"
+    shutil.copytree(regenerated, out)
+    (out / "comparison.md").write_text("an older report\n")
+    before = snapshot(out)
+    pages = {rel: (regenerated / rel).read_bytes() for rel in generated_files(regenerated)}
+    monkeypatch.setattr(build, "build_reports", lambda *args, **kwargs: dict(pages))
+    real, count = writes._write_bytes, []
+
+    def write(path, data):
+        count.append(path)
+        if len(count) > 5:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, data)
+
+    monkeypatch.setattr(writes, "_write_bytes", write)
+    code, _, err = run_cli("report", "--out", str(out))
+    assert code == 2 and "Traceback" not in err
+    assert f"cannot write {out}: No space left on device" in err
+    assert snapshot(out) == before and len(count) == 6
+    monkeypatch.setattr(writes, "_write_bytes", real)
+    code, _, err = run_cli("report", "--out", str(out))
+    assert code == 0, err
+    assert snapshot(out) == snapshot(regenerated)
 
 
 @pytest.mark.parametrize("rel", ["comparison.md", "models/deepseek-v2.md"])

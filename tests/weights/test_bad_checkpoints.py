@@ -13,7 +13,7 @@ from weights_helpers import family_spec, rewrite_weights, write_spec_yaml
 
 
 def _generate(run_cli, folder, *extra):
-    return run_cli("generate", "--weights", str(folder), "--max-new-tokens", "2", *extra, "Hi")
+    return run_cli("generate", "--weights", str(folder), "--new-tokens", "2", *extra, "Hi")
 
 
 def _refused(result, *needles):

@@ -143,7 +143,13 @@ def test_generation_stops_at_the_context_length(llama_dir):
     assert len(list(stream)) == 3 and stream.stop_reason == "context"
 
 
-def test_device_map_auto_on_a_cpu_only_machine_keeps_everything_on_cpu(llama_dir):
+def test_a_device_map_keeping_everything_on_cpu_runs_as_the_plain_model(llama_dir,
+                                                                       monkeypatch):
+    """The device-map path (placement, per-layer cache) on the CPU: `auto` is refused without
+    a GPU (test_cli_messages.py), so pretend one is there; accelerate then maps to the CPU."""
+    import archscope.weights.placement as placement
+
+    monkeypatch.setattr(placement, "cuda_available", lambda: True)
     model, spec = load_checkpoint(llama_dir, device_map="auto")
     assert model.placement.main == torch.device("cpu")
     assert set(model.hf_device_map.values()) == {"cpu"}
@@ -154,7 +160,10 @@ def test_device_map_auto_on_a_cpu_only_machine_keeps_everything_on_cpu(llama_dir
                                                                                 prompt, 5))
 
 
-def test_a_device_map_that_would_need_disk_is_refused_before_loading(llama_dir):
+def test_a_device_map_that_would_need_disk_is_refused_before_loading(llama_dir, monkeypatch):
+    import archscope.weights.placement as placement
+
+    monkeypatch.setattr(placement, "cuda_available", lambda: True)  # refused earlier otherwise
     with pytest.raises(InputError, match="does not offload to disk"):
         load_checkpoint(llama_dir, device_map="sequential", max_memory={"cpu": 1000})
 

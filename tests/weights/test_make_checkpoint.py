@@ -3,7 +3,9 @@ generation config), atomically; and the round trip make-checkpoint -> generate w
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 
 import pytest
 import torch
@@ -19,7 +21,8 @@ def spec_file(tmp_path):
 
 
 def _make(run_cli, spec_file, folder, *extra):
-    return run_cli("make-checkpoint", str(spec_file), str(folder), "--dtype", "fp32", *extra)
+    return run_cli("make-checkpoint", str(spec_file), "--weights", str(folder), "--dtype", "fp32",
+                   *extra)
 
 
 def test_transformers_loads_what_make_checkpoint_writes(run_cli, spec_file, tmp_path):
@@ -53,16 +56,50 @@ def test_a_non_empty_folder_is_kept_unless_forced(run_cli, spec_file, tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
-def test_a_failure_leaves_nothing_half_written(run_cli, spec_file, tmp_path, monkeypatch):
+def test_a_full_disk_leaves_nothing_half_written(run_cli, spec_file, tmp_path, monkeypatch):
     import archscope.weights.writer as writer
 
     def fail(*args, **kwargs):
-        raise OSError("disk full (simulated)")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(writer, "write_shards", fail)
-    with pytest.raises(OSError, match="simulated"):  # unexpected: main lets it through (exit 1)
-        _make(run_cli, spec_file, tmp_path / "ckpt")
+    code, _, err = _make(run_cli, spec_file, tmp_path / "new" / "ckpt")
+    assert code == 2 and "Traceback" not in err
+    assert f"cannot write {tmp_path / 'new' / 'ckpt'}: No space left on device" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yaml"]  # nor the folder "new"
+
+
+def test_ctrl_c_leaves_nothing_half_written(run_cli, spec_file, tmp_path, monkeypatch):
+    import archscope.weights.writer as writer
+
+    def interrupted(tensors, out, shard_size, tick=None):
+        (out / "model.safetensors").write_bytes(b"half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer, "write_shards", interrupted)
+    code, _, err = _make(run_cli, spec_file, tmp_path / "ckpt")
+    assert code == 1 and "aborted" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yaml"]
+
+
+def test_a_failed_swap_puts_the_old_checkpoint_back(run_cli, spec_file, tmp_path, monkeypatch):
+    import archscope.weights.writer as writer
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    real = os.rename
+
+    def rename(src, dst):
+        if str(src).endswith(".partial"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real(src, dst)
+
+    monkeypatch.setattr(writer.os, "rename", rename)
+    code, _, err = _make(run_cli, spec_file, folder, "--force")
+    assert code == 2 and "Input/output error" in err
+    assert [p.name for p in folder.iterdir()] == ["keep.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "tiny.yaml"]
 
 
 def test_a_bad_shard_size_is_bad_input(run_cli, spec_file, tmp_path):
@@ -72,7 +109,7 @@ def test_a_bad_shard_size_is_bad_input(run_cli, spec_file, tmp_path):
 
 def test_a_vocabulary_too_small_for_the_tokenizer_is_bad_input(run_cli, tmp_path):
     spec = write_spec_yaml(tmp_path / "small.yaml", family_spec("llama", vocab_size=100))
-    code, _, err = run_cli("make-checkpoint", str(spec), str(tmp_path / "ckpt"))
+    code, _, err = run_cli("make-checkpoint", str(spec), "--weights", str(tmp_path / "ckpt"))
     assert code == 2 and "vocab_size" in err
     assert not (tmp_path / "ckpt").exists()
 
@@ -80,16 +117,29 @@ def test_a_vocabulary_too_small_for_the_tokenizer_is_bad_input(run_cli, tmp_path
 def test_make_checkpoint_then_generate_round_trip(run_cli, tmp_path):
     """The README's path on a cut-down Llama 3.2 1B (one layer, a small vocabulary), in bf16."""
     folder = tmp_path / "llama"
-    code, _, err = run_cli("make-checkpoint", "llama-3.2-1b", str(folder), "--set", "n_layers=1",
+    code, _, err = run_cli("make-checkpoint", "llama-3.2-1b", "--weights", str(folder), "--set", "n_layers=1",
                            "--set", "vocab_size=512")
     assert code == 0, err
     code, out, err = run_cli("generate", "--weights", str(folder), "--device", "cpu",
-                             "--max-new-tokens", "4", "Hello")
+                             "--new-tokens", "4", "Hello")
     assert code == 0, err
     assert "llama-3.2-1b on cpu" in err and "4 new" in err
     code, out, err = run_cli("generate", "--weights", str(folder), "--chat", "--temperature",
-                             "0.7", "--top-p", "0.9", "--seed", "3", "--max-new-tokens", "3",
+                             "0.7", "--top-p", "0.9", "--seed", "3", "--new-tokens", "3",
                              "--no-stats", "Hello")
     assert code == 0, err
     code, out, err = run_cli("show", str(folder), "--format", "json")
     assert code == 0 and json.loads(out)["spec"]["n_layers"] == 1
+
+
+def test_progress_is_reported_per_step(spec_file, tmp_path):
+    """make-checkpoint's progress bar counts: weights drawn, each shard, the tokenizer."""
+    from archscope.spec import load_spec
+    from archscope.weights.writer import write_checkpoint
+
+    labels = []
+    write_checkpoint(load_spec(str(spec_file)), tmp_path / "ckpt", shard_size=10**5,
+                     progress=labels.append)
+    shards = sorted(p.name for p in (tmp_path / "ckpt").glob("*.safetensors"))
+    assert len(shards) > 1
+    assert labels == ["weights drawn", *shards, "tokenizer"]

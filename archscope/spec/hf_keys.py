@@ -1,0 +1,239 @@
+"""Reading one config.json key at a time, checked: type and range, in the spec layer's words.
+
+`Keys` wraps the parsed JSON of one config.json. Each accessor (`size`, `number`, `flag`,
+`text`, `mapping`) returns the value or raises SpecError naming the file and the
+config.json key ("expected an integer, got 'two'"), so a reader never does arithmetic on a value
+it has not checked. Integers are bounded by archscope/spec/limits.py, through the spec field
+each key becomes (`FIELD`: num_hidden_layers is n_layers), so a config.json and a YAML spec meet
+the same limits and the per-layer work is bounded before it starts. A key the file lacks takes
+transformers' class default for the model type (looked up only then: transformers imports
+torch) and is recorded in `defaulted`, null defaults included.
+
+`hf_key` names, for a spec error raised after the reader (the spec's own consistency checks),
+the config.json key the spec key was read from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any, Iterable
+
+from archscope.errors import SpecError, quote
+from archscope.spec.fields import did_you_mean
+from archscope.spec.limits import FALLBACK_INT_MAX, INT_LIMITS, int_limit_error
+
+# config.json bytes read at most: decoder configs are a few KB; some carry label maps of ~1 MB.
+JSON_BYTES_MAX = 16 * 1024 * 1024
+_ABSENT = object()  # no fallback given: use transformers' class default
+# config.json key -> the spec field it becomes, whose bound in archscope/spec/limits.py applies
+FIELD = {
+    "hidden_size": "d_model", "n_embd": "d_model", "num_hidden_layers": "n_layers",
+    "n_layer": "n_layers", "max_position_embeddings": "max_seq_len", "n_positions": "max_seq_len",
+    "original_max_position_embeddings": "original_max_seq_len",
+    "num_attention_heads": "n_heads", "n_head": "n_heads", "num_key_value_heads": "n_kv_heads",
+    "intermediate_size": "d_ff", "n_inner": "d_ff", "moe_intermediate_size": "d_expert",
+    "sliding_window": "window", "num_local_experts": "n_experts",
+    "n_routed_experts": "n_experts", "num_experts_per_tok": "top_k",
+}
+
+
+def limit_of(key: str) -> int:
+    """The largest value archscope admits for a config.json integer key."""
+    field = FIELD.get(key.rsplit(".", 1)[-1], key.rsplit(".", 1)[-1])
+    return INT_LIMITS.get(field, FALLBACK_INT_MAX)
+
+
+def what(value: Any) -> str:
+    """'got <value>' for a message, the value quoted as the spec layer quotes it."""
+    return f"got {quote(value)}"
+
+
+def as_json(value: Any) -> str:
+    """A default as config.json would spell it (null, true, 4096, "silu")."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return quote(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Defaulted:
+    """A key the config.json lacks, and the transformers class default the import took."""
+
+    key: str
+    value: Any
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.where} has no {self.key}; took transformers' default {as_json(self.value)}"
+
+
+class Keys:
+    """One config.json's keys, read checked; a missing one takes transformers' class default."""
+
+    def __init__(self, raw: dict, model_type: str, where: str):
+        self.raw, self.model_type, self.where = raw, model_type, where
+        self._defaults: dict | None = None
+        self.defaulted: dict[str, Defaulted] = {}
+
+    def error(self, key: str, message: str) -> SpecError:
+        return SpecError(message, where=self.where, key=key)
+
+    # -- the raw value ---------------------------------------------------------------------
+    def _class_defaults(self) -> dict:
+        if self._defaults is None:  # only now: transformers imports torch, which takes seconds
+            from transformers import CONFIG_MAPPING
+
+            cls = CONFIG_MAPPING[self.model_type]
+            self._defaults = {f.name: f.default for f in dataclasses.fields(cls)
+                              if f.default is not dataclasses.MISSING}
+            self._defaults["rope_theta"] = cls.default_theta
+        return self._defaults
+
+    def get(self, key: str, fallback: Any = _ABSENT) -> Any:
+        """The file's value; else `fallback` if given; else transformers' class default (noted)."""
+        if key in self.raw:
+            return self.raw[key]
+        if fallback is not _ABSENT:
+            return fallback
+        defaults = self._class_defaults()
+        if key not in defaults:
+            return None
+        self.defaulted.setdefault(key, Defaulted(key, defaults[key], self.where))
+        return defaults[key]
+
+    def _present(self, key: str, fallback: Any, null: bool) -> Any:
+        value = self.get(key, fallback)
+        if value is None and not null:
+            if key not in self.raw and fallback is _ABSENT:
+                raise self.error(key, "required: the file lacks it and transformers' "
+                                      f"{self.model_type} config has no default")
+        return value
+
+    # -- typed accessors -------------------------------------------------------------------
+    def size(self, key: str, *, least: int = 1, null: bool = False, fallback: Any = _ABSENT,
+             value: Any = _ABSENT) -> int | None:
+        """An integer >= least and within archscope's limit for the key (`null`: or null)."""
+        if value is _ABSENT:
+            value = self._present(key, fallback, null)
+        return check_int(value, key, self.where, least=least, null=null)
+
+    def number(self, key: str, *, positive: bool = True, null: bool = False,
+               fallback: Any = _ABSENT, value: Any = _ABSENT) -> float | int | None:
+        """A finite number (`positive`: > 0; `null`: or null); an integer is a number."""
+        if value is _ABSENT:
+            value = self._present(key, fallback, null)
+        if value is None and null:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number{' or null' if null else ''}, {what(value)}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(key, f"expected a finite number, {what(value)}")
+        if positive and value <= 0:
+            raise self.error(key, f"must be positive, {what(value)}")
+        return value
+
+    def flag(self, key: str, *, null: bool = False, fallback: Any = _ABSENT) -> bool | None:
+        value = self._present(key, fallback, null)
+        if value is None and null:
+            return None
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true/false{' or null' if null else ''}, "
+                                  f"{what(value)}")
+        return value
+
+    def text(self, key: str, choices: Iterable[str], *, null: bool = False,
+             fallback: Any = _ABSENT, noun: str = "value") -> str | None:
+        """A string among `choices` (`null`: or null)."""
+        value = self._present(key, fallback, null)
+        if value is None and null:
+            return None
+        choices = list(choices)
+        if not isinstance(value, str) or value not in choices:
+            hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+            raise self.error(key, f"unsupported {noun}: expected one of {', '.join(choices)}, "
+                                  f"{what(value)}{hint}")
+        return value
+
+    def mapping(self, key: str) -> dict:
+        """A JSON object; absent or null reads as empty (no transformers default involved)."""
+        value = self.raw.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.error(key, f"expected a mapping or null, {what(value)}")
+        return value
+
+
+def check_int(value: Any, key: str, where: str, *, least: int = 1,
+              null: bool = False) -> int | None:
+    """`value` if it is an integer >= least within limit_of(key) (or null, if `null`)."""
+    if value is None and null:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"expected an integer{' or null' if null else ''}, {what(value)}",
+                        where=where, key=key)
+    if value < least:
+        rule = "be positive" if least == 1 else f"be {least} or more"
+        raise SpecError(f"must {rule}{' (or null)' if null else ''}, {what(value)}",
+                        where=where, key=key)
+    if value > limit_of(key):
+        field = FIELD.get(key.rsplit(".", 1)[-1], key.rsplit(".", 1)[-1])
+        raise SpecError(int_limit_error(field, value) or f"{quote(value)} is beyond the limit "
+                        f"{limit_of(key):,}", where=where, key=key)
+    return value
+
+
+# Spec key -> the config.json key it is read from, for the spec's own consistency errors.
+# `{rope}` is rope_parameters or rope_scaling, whichever the file uses.
+_LLAMA = {
+    "vocab_size": "vocab_size", "d_model": "hidden_size", "n_layers": "num_hidden_layers",
+    "max_seq_len": "max_position_embeddings", "tie_embeddings": "tie_word_embeddings",
+    "norm.eps": "rms_norm_eps", "position.theta": "rope_theta",
+    "position.scaling": "{rope}", "position.scaling.kind": "{rope}.rope_type",
+    "position.scaling.original_max_seq_len": "{rope}.original_max_position_embeddings",
+    "attention.n_heads": "num_attention_heads", "attention.n_kv_heads": "num_key_value_heads",
+    "attention.head_dim": "head_dim", "attention.bias": "attention_bias",
+    "attention.window": "sliding_window", "layers": "sliding_window",
+    "ffn.d_ff": "intermediate_size", "ffn.activation": "hidden_act", "ffn.bias": "mlp_bias",
+    "ffn.n_experts": "num_local_experts", "ffn.top_k": "num_experts_per_tok",
+    "ffn.d_expert": "intermediate_size",
+    "multipliers.embedding": "embedding_multiplier", "multipliers.attention":
+        "attention_multiplier", "multipliers.residual": "residual_multiplier",
+    "multipliers.logits": "logits_scaling",
+}
+SPEC_TO_HF = {
+    "llama": _LLAMA,
+    "deepseek_v2": {**_LLAMA, "ffn.n_experts": "n_routed_experts",
+                    "ffn.d_expert": "moe_intermediate_size", "ffn.n_shared_experts":
+                        "n_shared_experts", "ffn.router.method": "topk_method",
+                    "ffn.router.n_group": "n_group", "ffn.router.topk_group": "topk_group",
+                    "ffn.router.normalize": "norm_topk_prob",
+                    "ffn.router.scaling_factor": "routed_scaling_factor",
+                    "layers": "first_k_dense_replace",
+                    **{f"attention.{k}": k for k in ("q_lora_rank", "kv_lora_rank",
+                                                     "qk_nope_head_dim", "qk_rope_head_dim",
+                                                     "v_head_dim")}},
+    "gpt2": {**_LLAMA, "d_model": "n_embd", "n_layers": "n_layer", "max_seq_len": "n_positions",
+             "attention.n_heads": "n_head", "attention.n_kv_heads": "n_head",
+             "attention.head_dim": "n_head", "norm.eps": "layer_norm_epsilon",
+             "ffn.d_ff": "n_inner", "ffn.activation": "activation_function"},
+}
+
+
+def hf_key(spec_key: str | None, model_type: str, rope: str) -> str | None:
+    """The config.json key a spec key was read from, if the table knows it."""
+    if not spec_key:
+        return None
+    table = SPEC_TO_HF.get(model_type, _LLAMA)
+    key = spec_key
+    if key.startswith("layers"):  # a per-layer component: the model-wide key it came from
+        rest = key.split(".", 1)[1] if "." in key else ""
+        key = rest if rest.split(".", 1)[0] in ("attention", "ffn") else "layers"
+    if key in table:
+        return table[key].format(rope=rope)
+    if key.startswith("position.scaling."):  # the other RoPE keys keep their HF names
+        return f"{rope}.{key.rsplit('.', 1)[1]}"
+    return None
