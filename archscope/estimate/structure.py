@@ -3,11 +3,12 @@
 It mirrors transformers' classes (and so archscope's builder), with HF module names:
 
 - token embedding vocab x d; learned positions max_seq_len x d (position.kind learned);
-- per layer two norms of d (input_layernorm, post_attention_layernorm; a LayerNorm with bias
+- per layer two norms of d (input_layernorm and post_attention_layernorm, or OLMo 2's
+  output-norm post_attention_layernorm and post_feedforward_layernorm; a LayerNorm with bias
   has weight + bias);
 - per layer its attention and its FFN, whose parts (modules, parameters, multiply-adds) each
   kind's entry in archscope/kinds states (gqa, mla; mlp, swiglu, moe, ...);
-- final norm of d (pre-norm only: a post-norm model ends on its last layer's norm);
+- final norm of d (pre- and output-norm: a post-norm model ends on its last layer's norm);
 - lm_head d -> vocab, whose weight is the embedding's when tie_embeddings.
 
 Each `Part` carries its parameters and its multiply-adds per token (the weight elements of its
@@ -37,7 +38,8 @@ def ffn_parts(ffn, d: int) -> list[Part]:
 
 
 def layer_parts(spec: ModelSpec, layer: LayerPlan) -> list[Part]:
-    """One decoder layer: its attention, its FFN, and its two norms."""
+    """One decoder layer: its attention, its FFN, and its two norms (every norm.position has two:
+    where they sit changes, not how many)."""
     d = spec.d_model
     norms = merged("norms", [norm("", d, spec.norm.has_bias)] * 2)
     return attention_parts(layer.attention, d) + ffn_parts(layer.ffn, d) + [norms]
@@ -50,7 +52,7 @@ def embedding_parts(spec: ModelSpec) -> list[Part]:
 
 
 def head_parts(spec: ModelSpec) -> list[Part]:
-    """Final norm (pre-norm only) and lm_head (its params count 0 when tied; its matmul stays)."""
+    """Final norm (not after a post-norm stack) and lm_head (its params count 0 when tied; its matmul stays)."""
     final = norm("final_norm", spec.d_model, spec.norm.has_bias)
     if spec.norm.position == "post":
         final = replace(final, params=0)

@@ -2,7 +2,10 @@
 
 Modules as transformers' Llama: q_proj d -> n_heads*head_dim, k_proj and v_proj d ->
 n_kv_heads*head_dim (bias when attention.bias), o_proj n_heads*head_dim -> d (bias when
-attention.has_out_bias). The cache holds one key and one value per KV head per token:
+attention.has_out_bias). With attention.qk_norm, RMSNorms q_norm and k_norm (weights only, no
+matmul) normalise q and k before RoPE: `head` over each head's head_dim (Qwen3: two weights of
+head_dim), `full` over the whole projection (OLMo 2: n_heads*head_dim and n_kv_heads*head_dim).
+The cache holds one key and one value per KV head per token:
 2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window` tokens.
 """
 
@@ -11,19 +14,38 @@ from __future__ import annotations
 import dataclasses
 
 from archscope.kinds.registry import register
-from archscope.kinds.base import AttentionKind, linear
+from archscope.kinds.base import AttentionKind, linear, norm
 from archscope.kinds.wording import (attention_extras, rope_text, scale_text, window_label,
                                      window_short)
 from archscope.units import bias_text, commas
 
 
+QK_NORM_TEXT = {"head": "per-head QK-norm", "full": "full-width QK-norm"}
+
+
+def qk_norm_widths(attn) -> tuple[int, int]:
+    """The widths q_norm and k_norm normalise over (and hold weights for)."""
+    if attn.qk_norm == "full":
+        return attn.n_heads * attn.head_dim, attn.n_kv_heads * attn.head_dim
+    return attn.head_dim, attn.head_dim
+
+
 def parts(attn, d: int):
     q_width = attn.n_heads * attn.head_dim
     kv_width = attn.n_kv_heads * attn.head_dim
+    qk_norms = []
+    if attn.qk_norm:
+        q_norm, k_norm = qk_norm_widths(attn)
+        qk_norms = [norm("attention.q_norm", q_norm), norm("attention.k_norm", k_norm)]
     return [linear("attention.q_proj", d, q_width, attn.bias),
             linear("attention.k_proj", d, kv_width, attn.bias),
             linear("attention.v_proj", d, kv_width, attn.bias),
+            *qk_norms,
             linear("attention.o_proj", q_width, d, attn.has_out_bias)]
+
+
+def qk_text(attn, lead: str = ", ") -> str:
+    return lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
 
 
 def cache_elements(attn) -> int:
@@ -31,18 +53,30 @@ def cache_elements(attn) -> int:
 
 
 def mha_projections(attn, d: int) -> dict[str, int]:
-    """The same layer with n_kv_heads = n_heads."""
+    """The same layer's projections with n_kv_heads = n_heads (norms left out)."""
     mha = dataclasses.replace(attn, n_kv_heads=attn.n_heads)
-    return {p.name.split(".", 1)[1]: p.params for p in parts(mha, d)}
+    return {p.name.split(".", 1)[1]: p.params for p in parts(mha, d) if "norm" not in p.name}
 
 
 def describe(attn) -> str:
     return (f"{attn.variant}: {attn.n_heads} query / {attn.n_kv_heads} KV heads x "
-            f"{attn.head_dim} (group {attn.group_size})") + attention_extras(attn)
+            f"{attn.head_dim} (group {attn.group_size})") + attention_extras(attn) + qk_text(attn)
 
 
 def title(a) -> str:
-    return f"{a.variant} self-attention: {a.n_heads} query / {a.n_kv_heads} KV heads × {a.head_dim}"
+    return (f"{a.variant} self-attention: {a.n_heads} query / {a.n_kv_heads} KV heads × "
+            f"{a.head_dim}" + qk_text(a))
+
+
+def _draw_qk_norm(g, a, q: str, k: str) -> tuple[str, str]:
+    """q_norm and k_norm right after the projections, before RoPE (transformers' order)."""
+    if not a.qk_norm:
+        return q, k
+    q_w, k_w = (commas(w) for w in qk_norm_widths(a))
+    per = " on each head" if a.qk_norm == "head" else " over all heads"
+    g.edge(q, g.node("q_norm", f"q_norm<br/>RMSNorm({q_w}){per}"))
+    g.edge(k, g.node("k_norm", f"k_norm<br/>RMSNorm({k_w}){per}"))
+    return "q_norm", "k_norm"
 
 
 def draw(g, spec, a):
@@ -58,6 +92,8 @@ def draw(g, spec, a):
     sdpa = g.node("sdpa", f"causal softmax(q·kᵀ {scale_text(spec, a.head_dim)})·v<br/>"
                           f"{share}{span}")
     o = g.node("o_proj", f"o_proj{bias_text(a.has_out_bias)}<br/>{a.n_heads}×{hd} → {d}")
+    entry = [q, k, v]
+    q, k = _draw_qk_norm(g, a, q, k)
     if spec.position.kind == "rope":
         rope = g.node("rope", f"{rope_text(spec)}<br/>on q and k")
         g.edge(q, rope, "q")
@@ -70,7 +106,7 @@ def draw(g, spec, a):
     g.edge(v, cache, "v")
     g.edge(cache, sdpa, "k, v")
     g.edge(sdpa, o)
-    return [q, k, v], o
+    return entry, o
 
 
 register(AttentionKind(
@@ -79,7 +115,7 @@ register(AttentionKind(
     pair_dims=lambda a, convention: (a.head_dim, a.head_dim),
     mha_projections=mha_projections, describe=describe,
     cache_formula=lambda a: f"2 × {a.n_kv_heads} × {a.head_dim}",
-    label=lambda a: a.variant + window_label(a),
+    label=lambda a: a.variant + window_label(a) + qk_text(a, " + "),
     heads=lambda a: f"{a.n_heads}/{a.n_kv_heads}",
     title=title,
     short=lambda a: f"{a.variant} {a.n_heads}/{a.n_kv_heads} heads" + window_short(a),

@@ -1,4 +1,5 @@
-"""Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window."""
+"""Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window
+and an optional RMSNorm of q and k (QK-norm: per head as in Qwen3, full width as in OLMo 2)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.cache import LayerCache, attention_mask
+from archscope.nn.norms import RMSNorm
 from archscope.nn.rope import apply_rope
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
@@ -41,14 +43,29 @@ class GQAAttention(nn.Module):
         self.q_proj = nn.Linear(d, h * hd, bias=attn.bias)
         self.k_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
         self.v_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
+        # QK-norm normalises groups of `*_norm_width` values: one head (Qwen3's q_norm/k_norm of
+        # head_dim) or the whole projection (OLMo 2's, of n_heads*head_dim and
+        # n_kv_heads*head_dim); both before RoPE, with the model's eps, as in transformers.
+        self.q_norm_width, self.k_norm_width = {"full": (h * hd, hkv * hd)}.get(attn.qk_norm,
+                                                                                 (hd, hd))
+        qk = attn.qk_norm is not None
+        eps = spec.norm.eps
+        self.q_norm = RMSNorm(self.q_norm_width, eps) if qk else nn.Identity()
+        self.k_norm = RMSNorm(self.k_norm_width, eps) if qk else nn.Identity()
         self.o_proj = nn.Linear(h * hd, d, bias=attn.has_out_bias)
         self.scale = spec.mults.attention or hd ** -0.5
         self.rotary = spec.position.kind == "rope"
 
+    def _heads(self, y, heads: int, norm: nn.Module, width: int):
+        """[B, T, heads*head_dim] -> [B, heads, T, head_dim], normed in groups of `width`."""
+        b, t, _ = y.shape
+        y = norm(y.view(b, t, -1, width))
+        return y.view(b, t, heads, self.head_dim).transpose(1, 2)
+
     def forward(self, x, rope, start: int, cache: LayerCache | None):
         b, t, _ = x.shape
-        q = self.q_proj(x).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        q = self._heads(self.q_proj(x), self.n_heads, self.q_norm, self.q_norm_width)
+        k = self._heads(self.k_proj(x), self.n_kv_heads, self.k_norm, self.k_norm_width)
         v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
         if self.rotary:
             cos, sin = rope

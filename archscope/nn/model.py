@@ -17,25 +17,44 @@ from archscope.nn.rope import RotaryEmbedding
 from archscope.spec.schema import LayerPlan, ModelSpec
 
 
+# Where each sublayer's two norms sit, by norm.position, under the module names transformers
+# uses for that layout (so checkpoints map by name). A block is
+#   x = attn_sum(x + r * attn_out(self_attn(attn_in(x))))
+#   x = ffn_sum(x + r * ffn_out(mlp(ffn_in(x))))
+# and the slots a layout leaves empty are identities.
+NORM_SLOTS = {
+    "pre": {"attn_in": "input_layernorm", "ffn_in": "post_attention_layernorm"},  # Llama
+    "post": {"attn_sum": "input_layernorm", "ffn_sum": "post_attention_layernorm"},  # 2017
+    "output": {"attn_out": "post_attention_layernorm",  # OLMo 2: norm the sublayer's output
+               "ffn_out": "post_feedforward_layernorm"},
+}
+
+
 class Block(nn.Module):
     """One decoder layer: attention and FFN sublayers, each with its norm and residual."""
 
     def __init__(self, spec: ModelSpec, layer: LayerPlan):
         super().__init__()
-        self.input_layernorm = make_norm(spec.norm, spec.d_model)
+        slots = NORM_SLOTS[spec.norm.position]
+        self.slot = {}  # a plain dict, not registered: it points at modules registered below
+
+        def norms(*names: str) -> None:  # registered under the HF name only (one state_dict key)
+            for name in names:
+                if name in slots:
+                    setattr(self, slots[name], make_norm(spec.norm, spec.d_model))
+                self.slot[name] = getattr(self, slots[name]) if name in slots else nn.Identity()
+
+        norms("attn_in", "attn_out", "attn_sum")  # registration order = the old module order
         self.self_attn = attention_module(spec, layer.attention)
-        self.post_attention_layernorm = make_norm(spec.norm, spec.d_model)
+        norms("ffn_in", "ffn_out", "ffn_sum")
         self.mlp = ffn_module(spec, layer.ffn)
         self.residual_scale = spec.mults.residual
-        self.pre_norm = spec.norm.position == "pre"
 
     def forward(self, x, rope, start: int, cache):
-        r = self.residual_scale
-        if self.pre_norm:
-            x = x + r * self.self_attn(self.input_layernorm(x), rope, start, cache)
-            return x + r * self.mlp(self.post_attention_layernorm(x))
-        x = self.input_layernorm(x + r * self.self_attn(x, rope, start, cache))
-        return self.post_attention_layernorm(x + r * self.mlp(x))
+        r, n = self.residual_scale, self.slot
+        attn = self.self_attn(n["attn_in"](x), rope, start, cache)
+        x = n["attn_sum"](x + r * n["attn_out"](attn))
+        return n["ffn_sum"](x + r * n["ffn_out"](self.mlp(n["ffn_in"](x))))
 
 
 def _embedding(n: int, d: int) -> nn.Embedding:
@@ -59,7 +78,8 @@ class DecoderLM(nn.Module):
         self.rotary = (RotaryEmbedding(rotary_dim(spec), spec.position.theta, spec.position.scaling)
                        if spec.position.kind == "rope" else None)
         self.layers = nn.ModuleList(Block(spec, layer) for layer in spec.plan)
-        self.norm = make_norm(spec.norm, d) if spec.norm.position == "pre" else nn.Identity()
+        # a post-norm stack already ends on a norm; pre- and output-norm ones add a final one
+        self.norm = make_norm(spec.norm, d) if spec.norm.position != "post" else nn.Identity()
         self.lm_head = nn.Linear(d, spec.vocab_size, bias=False)
         self.tie_weights()
         self.embedding_scale = spec.mults.embedding

@@ -20,13 +20,19 @@ AttentionKind = Literal["gqa", "mla"]
 FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
 Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2"]
 RouterMethod = Literal["greedy", "group_limited_greedy"]
+# pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
+# output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm
+NormPosition = Literal["pre", "post", "output"]
+# RMSNorm of q and k after their projections, before RoPE: over each head's head_dim (Qwen3),
+# or over the whole projected width, all heads at once (OLMo 2)
+QKNorm = Literal["head", "full"]
 
 
 @dataclass(frozen=True)
 class NormSpec:
     kind: NormKind
     eps: float
-    position: Literal["pre", "post"] = "pre"
+    position: NormPosition = "pre"
     bias: bool | None = None  # LayerNorm's additive bias; defaults to true for layernorm
 
     def validate(self) -> None:
@@ -95,6 +101,7 @@ class AttentionSpec:
     bias: bool = False  # q/k/v projection biases
     out_bias: bool | None = None  # o_proj bias; defaults to `bias`
     window: int | None = None  # sliding window (keys per query, itself included)
+    qk_norm: QKNorm | None = None  # gqa: RMSNorm q and k (see QKNorm), eps = norm.eps
     # MLA
     q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
     kv_lora_rank: int | None = None
@@ -114,6 +121,7 @@ class AttentionSpec:
                     f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
             absent_unless(self, "kind", "mla", *self.MLA_KEYS)
         else:
+            absent_unless(self, "kind", "gqa", "qk_norm")
             for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
                 require(getattr(self, name) is not None, name, "required when kind is 'mla'")
             require(self.n_kv_heads in (None, self.n_heads), "n_kv_heads",

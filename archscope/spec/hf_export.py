@@ -33,6 +33,10 @@ def _family(s: ModelSpec) -> str:
         return "gpt2"  # GPT-3 too: transformers has no GPT-3 class
     if mla or any(f.shared_experts for f in moe):
         return "deepseek_v2"
+    if s.norm.position == "output" or s.attention.qk_norm == "full":
+        return "olmo2"
+    if s.attention.qk_norm == "head":
+        return "qwen3"
     if moe:
         return "granitemoe" if s.multipliers else "mixtral"
     if s.multipliers:
@@ -90,13 +94,25 @@ def _to_granitemoe(s: ModelSpec) -> dict:
     return {**_without(_to_granite(s), "mlp_bias"), **_to_moe(s)}
 
 
-def _to_qwen2(s: ModelSpec) -> dict:
+def _windows(s: ModelSpec) -> dict:
+    """Qwen2/Qwen3's per-layer sliding window, as both layer_types and the older keys."""
     windows = [layer.window for layer in s.plan]
     window = next((w for w in windows if w is not None), None)
-    return {**_without(_to_llama(s), "attention_bias", "mlp_bias"),
-            "use_sliding_window": window is not None, "sliding_window": window,
+    return {"use_sliding_window": window is not None, "sliding_window": window,
             "max_window_layers": next((i for i, w in enumerate(windows) if w), s.n_layers),
             "layer_types": ["sliding_attention" if w else "full_attention" for w in windows]}
+
+
+def _to_qwen2(s: ModelSpec) -> dict:
+    return {**_without(_to_llama(s), "attention_bias", "mlp_bias"), **_windows(s)}
+
+
+def _to_qwen3(s: ModelSpec) -> dict:  # Qwen2's windows, Llama's attention_bias (o_proj too)
+    return {**_without(_to_llama(s), "mlp_bias"), **_windows(s)}
+
+
+def _to_olmo2(s: ModelSpec) -> dict:  # Llama's keys; the norms are implied by the class
+    return _without(_to_llama(s), "mlp_bias")
 
 
 def _to_deepseek_v2(s: ModelSpec) -> dict:
@@ -135,6 +151,8 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "mistral": ("MistralForCausalLM", _to_mistral),
     "mixtral": ("MixtralForCausalLM", _to_mixtral),
     "qwen2": ("Qwen2ForCausalLM", _to_qwen2),
+    "qwen3": ("Qwen3ForCausalLM", _to_qwen3),
+    "olmo2": ("Olmo2ForCausalLM", _to_olmo2),
     "granite": ("GraniteForCausalLM", _to_granite),
     "granitemoe": ("GraniteMoeForCausalLM", _to_granitemoe),
     "deepseek_v2": ("DeepseekV2ForCausalLM", _to_deepseek_v2),

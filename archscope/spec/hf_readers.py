@@ -156,8 +156,8 @@ def _granitemoe(c: Keys) -> dict:  # Granite + MoE (no shared experts, no MLP bi
                   ffn=_moe(c))
 
 
-def _qwen2(c: Keys) -> dict:  # Llama + q/k/v bias (o_proj none) + a window on some layers
-    out = _patch(_llama(c, bias=()), attention={"bias": True, "out_bias": False})
+def _windows(c: Keys, out: dict) -> dict:
+    """Qwen2/Qwen3's sliding window on the layers `layer_types` (or max_window_layers) marks."""
     n = out["n_layers"]
     # read (and so checked, as transformers checks them) whether or not they are used
     window, first = c.size("sliding_window", null=True), c.size("max_window_layers", least=0)
@@ -182,6 +182,20 @@ def _qwen2(c: Keys) -> dict:  # Llama + q/k/v bias (o_proj none) + a window on s
     if sliding:
         out["layers"] = [{"select": _select(sliding), "attention": {"window": window}}]
     return out
+
+
+def _qwen2(c: Keys) -> dict:  # Llama + q/k/v bias (o_proj none) + a window on some layers
+    return _windows(c, _patch(_llama(c, bias=()), attention={"bias": True, "out_bias": False}))
+
+
+def _qwen3(c: Keys) -> dict:  # Llama + per-head QK-norm + Qwen2's windows (its attention_bias
+    # covers q/k/v and o_proj alike, as Llama's does; the MLP has no bias switch)
+    return _windows(c, _patch(_llama(c, bias=("attention_bias",)), attention={"qk_norm": "head"}))
+
+
+def _olmo2(c: Keys) -> dict:  # Llama + full-width QK-norm + each sublayer's output normed
+    return _patch(_llama(c, bias=("attention_bias",)), norm={"position": "output"},
+                  attention={"qk_norm": "full"})
 
 
 def _deepseek_moe(c: Keys) -> dict:  # routed experts + always-on shared experts
@@ -243,6 +257,8 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "mistral": _mistral,
     "mixtral": _mixtral,
     "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "olmo2": _olmo2,
     "granite": _granite,
     "granitemoe": _granitemoe,
     "deepseek_v2": _deepseek_v2,

@@ -18,15 +18,16 @@ from functools import cached_property
 from archscope.errors import SpecError, quote
 from archscope.spec.checks import positive, require
 from archscope.spec.components import (Activation, AttentionKind, AttentionSpec, FFNKind, FFNSpec,
-                                       NormKind, NormSpec, PositionKind, PositionSpec,
-                                       RouterMethod, RouterSpec, ScalingKind, ScalingSpec)
+                                       NormKind, NormPosition, NormSpec, PositionKind,
+                                       PositionSpec, QKNorm, RouterMethod, RouterSpec,
+                                       ScalingKind, ScalingSpec)
 from archscope.spec.limits import LAYER_PICKS_MAX
 from archscope.spec.limits import WHERE as LIMITS
 
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "RouterSpec", "FFNSpec",
-           "NormKind", "PositionKind", "ScalingKind", "AttentionKind", "FFNKind", "Activation",
-           "RouterMethod"]
+           "NormKind", "NormPosition", "QKNorm", "PositionKind", "ScalingKind", "AttentionKind",
+           "FFNKind", "Activation", "RouterMethod"]
 
 
 @dataclass(frozen=True)

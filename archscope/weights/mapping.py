@@ -105,8 +105,20 @@ DEEPSEEK_V2 = tuple(r for r in LLAMA if ".self_attn." not in r.hf) + MOE + _rule
       for proj in ("gate_proj", "up_proj", "down_proj")],
 )
 
+# Qwen3 = Llama + per-head q_norm/k_norm; OLMo 2 = Llama + full-width q_norm/k_norm, and its
+# norms on each sublayer's output: post_attention_layernorm (the name Llama uses for the FFN's
+# input norm) and post_feedforward_layernorm, with no input_layernorm.
+_QK_NORMS = _rules(*[(f"{_ATTN}.{name}.weight", f"layers.{{i}}.self_attn.{name}.weight")
+                     for name in ("q_norm", "k_norm")])
+QWEN3 = LLAMA + _QK_NORMS
+OLMO2 = tuple(r for r in LLAMA if ".input_layernorm." not in r.hf) + _QK_NORMS + _rules(
+    ("model.layers.{i}.post_feedforward_layernorm.weight",
+     "layers.{i}.post_feedforward_layernorm.weight"),
+)
+
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
+    "qwen3": QWEN3, "olmo2": OLMO2,
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
 }
 

@@ -45,7 +45,7 @@ def model_diagram(spec: ModelSpec, groups: list[dict]) -> str:
         g.node(f"note{i}", f"{layers_label(note)}: {note['note']}")
         g.dotted(f"note{i}", "layers", "note")
     last = "layers"
-    if spec.norm.position == "pre":
+    if spec.norm.position != "post":  # a post-norm stack already ends on a norm
         g.node("final_norm", f"norm (final {parts.norm_name(spec.norm)})")
         g.edge(last, "final_norm")
         last = "final_norm"
@@ -59,13 +59,20 @@ def model_diagram(spec: ModelSpec, groups: list[dict]) -> str:
     return g.render()
 
 
+# The two norms' HF names by norm.position (archscope.nn.model.NORM_SLOTS builds them).
+_NORM_NAMES = {"pre": ("input_layernorm", "post_attention_layernorm"),
+               "post": ("input_layernorm", "post_attention_layernorm"),
+               "output": ("post_attention_layernorm", "post_feedforward_layernorm")}
+
+
 def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
     """One decoder layer: norms where the spec puts them, attention, FFN, residual adds."""
     g = Graph()
     d = commas(spec.d_model)
     g.node("h_in", f"hidden in ({d})")
-    n1 = parts.norm_node(g, "n1", "input_layernorm", spec.norm)
-    n2 = parts.norm_node(g, "n2", "post_attention_layernorm", spec.norm)
+    first, second = _NORM_NAMES[spec.norm.position]
+    parts.norm_node(g, "n1", first, spec.norm)
+    parts.norm_node(g, "n2", second, spec.norm)
     attn, ffn = attention_kind(layer.attention.kind), ffn_kind(layer.ffn.kind)
     with g.subgraph("attn", attn.title(layer.attention)):
         attn_in, attn_out = attn.draw(g, spec, layer.attention)
@@ -75,24 +82,20 @@ def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
     g.circle("add2", "+")
     g.node("h_out", f"hidden out ({d})")
     scale = parts.residual_label(spec)
-    # Pre-norm normalises each sublayer's input; post-norm each residual sum.
-    pre = spec.norm.position == "pre"
-    attn_src, ffn_src = ("n1", "n2") if pre else ("h_in", "n1")
-    for entry in attn_in:
-        g.edge(attn_src, entry)
-    for entry in ffn_in:
-        g.edge(ffn_src, entry)
-    g.edge(attn_out, "add1", scale)
-    g.edge("h_in", "add1", "residual")
-    g.edge(ffn_out, "add2", scale)
-    if pre:
-        g.edge("h_in", "n1")
-        g.edge("add1", "n2")
-        g.edge("add1", "add2", "residual")
-        g.edge("add2", "h_out")
-    else:
-        g.edge("add1", "n1")
-        g.edge("n1", "add2", "residual")
-        g.edge("add2", "n2")
-        g.edge("n2", "h_out")
+    # Pre-norm normalises each sublayer's input; post-norm each residual sum; output-norm each
+    # sublayer's output before its residual add.
+    res = ("h_in", "add1", "residual")
+    wiring = {"pre": [("n1", attn_in), ("n2", ffn_in), (attn_out, "add1", scale), res,
+                      (ffn_out, "add2", scale), ("h_in", "n1"), ("add1", "n2"),
+                      ("add1", "add2", "residual"), ("add2", "h_out")],
+              "post": [("h_in", attn_in), ("n1", ffn_in), (attn_out, "add1", scale), res,
+                       (ffn_out, "add2", scale), ("add1", "n1"), ("n1", "add2", "residual"),
+                       ("add2", "n2"), ("n2", "h_out")],
+              "output": [("h_in", attn_in), ("add1", ffn_in), (attn_out, "n1"),
+                         ("n1", "add1", scale), res, (ffn_out, "n2"), ("n2", "add2", scale),
+                         ("add1", "add2", "residual"), ("add2", "h_out")]}
+    edges = wiring[spec.norm.position]
+    for src, dst, *label in edges:
+        for target in dst if isinstance(dst, list) else [dst]:
+            g.edge(src, target, *label)
     return g.render()

@@ -114,7 +114,8 @@ def normalization(records: list[dict]) -> str:
         ("epsilon", lambda r: sci(r["norm"]["eps"]), "r"),
     ]
     note = ("pre-norm: x + f(norm(x)), with a final norm before lm_head; post-norm: "
-            "norm(x + f(x)). Values from the specs (each model's config.json or paper).")
+            "norm(x + f(x)); output-norm (OLMo 2): x + norm(f(x)), with a final norm. "
+            "Values from the specs (each model's config.json or paper).")
     return section("Normalization", table(records, cols), note)
 
 

@@ -1,0 +1,117 @@
+"""Qwen3 (Llama + per-head QK-norm) and OLMo 2 (Llama + full-width QK-norm + each sublayer's
+output normed) against transformers' own classes: logits of a tiny config built both ways with
+the same weights (prefill and cached decoding, fp32), parameters of the full-size presets on the
+meta device, FLOPs under FlopCounterMode and cache bytes after a real prefill.
+"""
+
+import pytest
+import torch
+import transformers
+from torch.utils.flop_counter import FlopCounterMode
+
+from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
+from archscope.nn import build_model
+from archscope.spec import load_spec
+from archscope.spec.hf import spec_to_hf_config
+from archscope.weights import hf_to_ours, table_for
+from parity import decode_stepwise, max_diff, tiny_spec, twins
+
+TOL = 1e-4
+T, PREFILL = 20, 5  # 15 cached decode steps after the prefill
+
+# head_dim 24 x 4 heads = 96 != d_model 64 (as in every Qwen3); GQA, so OLMo 2's k_norm
+# (2 x 24 wide) differs from its q_norm (4 x 24 wide).
+_ATTN = dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=24)
+FAMILIES = {
+    "qwen3": dict(norm=dict(kind="rmsnorm", eps=1e-6),
+                  attention=dict(_ATTN, qk_norm="head"), tie_embeddings=True),
+    "olmo2": dict(norm=dict(kind="rmsnorm", eps=1e-6, position="output"),
+                  attention=dict(_ATTN, qk_norm="full")),
+}
+PRESETS = {"qwen3-0.6b": "Qwen3ForCausalLM", "qwen3-8b": "Qwen3ForCausalLM",
+           "qwen3-32b": "Qwen3ForCausalLM", "olmo-2-7b": "Olmo2ForCausalLM"}
+
+
+@pytest.fixture(scope="module", params=list(FAMILIES))
+def family(request):
+    spec = tiny_spec(**FAMILIES[request.param])
+    hf, ours = twins(spec)
+    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        reference = hf(ids).logits
+    return request.param, spec, hf, ours, ids, reference
+
+
+def test_transformers_builds_the_family_class(family):
+    name, _, hf, _, _, _ = family
+    assert type(hf).__name__ == {"qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM"}[name]
+
+
+def test_prefill_logits_match(family):
+    _, _, _, ours, ids, reference = family
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) < TOL
+
+
+def test_cached_decoding_matches(family):
+    _, _, _, ours, ids, reference = family
+    assert max_diff(decode_stepwise(ours, ids, prefill=PREFILL), reference) < TOL
+
+
+def test_removing_the_qk_norm_breaks_parity(family):
+    """The same weights in a model without q_norm/k_norm: far off, so the test exercises them."""
+    name, spec, hf, _, ids, reference = family
+    without = tiny_spec(**{**FAMILIES[name], "attention": _ATTN})
+    model = build_model(without)
+    shapes = {k: v.shape for k, v in model.state_dict().items()}
+    mapped, _ = hf_to_ours(table_for(spec_to_hf_config(spec)["model_type"]), hf.state_dict(),
+                           shapes)
+    dropped = [k for k in mapped if k.endswith(("q_norm.weight", "k_norm.weight"))]
+    assert len(dropped) == 2 * spec.n_layers
+    model.load_state_dict({k: v for k, v in mapped.items() if k not in dropped}, strict=True)
+    with torch.no_grad():
+        assert max_diff(model(ids), reference) > 1e-3
+
+
+def test_prefill_flops_match_transformers_exactly(family):
+    """Norms do no matmul work, so the QK-norms add nothing: the counts are equal."""
+    _, spec, _, _, _, _ = family
+    config = transformers.AutoConfig.for_model(**spec_to_hf_config(spec))
+    eager = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    ids = torch.randint(0, spec.vocab_size, (2, 10))
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        eager.eval()(ids)
+    assert prefill_flops(spec, 10, batch=2, attention="full").total == counter.get_total_flops()
+
+
+def test_cache_after_a_real_prefill_holds_the_estimate(family):
+    _, spec, _, ours, ids, _ = family
+    cache = ours.new_cache(ids.shape[0], 2 * T)
+    with torch.no_grad():
+        ours(ids, cache)
+    held = sum(int((layer.positions >= 0).sum())
+               * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
+               for layer in cache.layers)
+    assert held == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_params_on_meta_equal_transformers_and_the_estimate(name):
+    spec = load_spec(name)
+    config = spec_to_hf_config(spec)
+    assert config["architectures"] == [PRESETS[name]]
+    with torch.device("meta"):
+        theirs = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(**config))
+    ours = build_model(spec, device="meta")
+    counted = sum(p.numel() for p in ours.parameters())
+    assert counted == sum(p.numel() for p in theirs.parameters()) == count_params(spec).total
+    qk = count_params(spec).breakdown
+    width = spec.attention.head_dim if spec.attention.qk_norm == "head" else spec.d_model
+    assert qk["attention.q_norm"] == spec.n_layers * width  # OLMo 2 7B: MHA, q and k d_model
+
+
+def test_qwen3_0_6b_matches_its_model_card():
+    """The card: "Number of Parameters: 0.6B (0.44B non-embedding)"."""
+    p = count_params(load_spec("qwen3-0.6b"))
+    assert (round(p.total / 1e9, 1), round(p.non_embedding / 1e9, 2)) == (0.6, 0.44)
