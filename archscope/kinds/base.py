@@ -39,11 +39,13 @@ def merged(name: str, parts: list[Part], copies: int = 1, active: int = 1) -> Pa
     return Part(name, sum(p.params for p in parts), sum(p.macs for p in parts), copies, active)
 
 
-def gated_parts(prefix: str, d: int, d_ff: int, bias: bool) -> list[Part]:
-    """A gated MLP (SwiGLU, GeGLU): gate_proj and up_proj d -> d_ff, down_proj d_ff -> d."""
-    return [linear(f"{prefix}.gate_proj", d, d_ff, bias),
-            linear(f"{prefix}.up_proj", d, d_ff, bias),
-            linear(f"{prefix}.down_proj", d_ff, d, bias)]
+def gated_parts(prefix: str, d: int, d_ff: int, bias: bool, fused: bool = False) -> list[Part]:
+    """A gated MLP (SwiGLU, GeGLU): gate_proj and up_proj d -> d_ff, down_proj d_ff -> d;
+    `fused` (Phi-3): gate_up_proj d -> 2*d_ff in their place, the same weights in one tensor."""
+    gate_up = ([linear(f"{prefix}.gate_up_proj", d, 2 * d_ff, bias)] if fused else
+               [linear(f"{prefix}.gate_proj", d, d_ff, bias),
+                linear(f"{prefix}.up_proj", d, d_ff, bias)])
+    return gate_up + [linear(f"{prefix}.down_proj", d_ff, d, bias)]
 
 
 def load_factory(path: str) -> Callable:

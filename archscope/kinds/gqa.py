@@ -37,15 +37,18 @@ def parts(attn, d: int):
     if attn.qk_norm:
         q_norm, k_norm = qk_norm_widths(attn)
         qk_norms = [norm("attention.q_norm", q_norm), norm("attention.k_norm", k_norm)]
-    return [linear("attention.q_proj", d, q_width, attn.bias),
-            linear("attention.k_proj", d, kv_width, attn.bias),
-            linear("attention.v_proj", d, kv_width, attn.bias),
+    qkv = ([linear("attention.qkv_proj", d, q_width + 2 * kv_width, attn.bias)] if attn.fused_qkv
+           else [linear("attention.q_proj", d, q_width, attn.bias),
+                 linear("attention.k_proj", d, kv_width, attn.bias),
+                 linear("attention.v_proj", d, kv_width, attn.bias)])
+    return [*qkv,
             *qk_norms,
             linear("attention.o_proj", q_width, d, attn.has_out_bias)]
 
 
 def qk_text(attn, lead: str = ", ") -> str:
-    return lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
+    text = lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
+    return text + (lead + "fused qkv_proj" if attn.fused_qkv else "")
 
 
 def cache_elements(attn) -> int:
@@ -53,8 +56,9 @@ def cache_elements(attn) -> int:
 
 
 def mha_projections(attn, d: int) -> dict[str, int]:
-    """The same layer's projections with n_kv_heads = n_heads (norms left out)."""
-    mha = dataclasses.replace(attn, n_kv_heads=attn.n_heads)
+    """The same layer's projections with n_kv_heads = n_heads (norms left out), q, k and v
+    apart even when fused (the comparison is per projection; a fusion changes no count)."""
+    mha = dataclasses.replace(attn, n_kv_heads=attn.n_heads, fused_qkv=None)
     return {p.name.split(".", 1)[1]: p.params for p in parts(mha, d) if "norm" not in p.name}
 
 
@@ -81,9 +85,13 @@ def _draw_qk_norm(g, a, q: str, k: str) -> tuple[str, str]:
 
 def draw(g, spec, a):
     d, hd = commas(spec.d_model), commas(a.head_dim)
-    q = g.node("q", f"q_proj{bias_text(a.bias)}<br/>{d} → {a.n_heads}×{hd}")
-    k = g.node("k", f"k_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
-    v = g.node("v", f"v_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
+    if a.fused_qkv:  # one matrix; its output splits into q, k, v (rows in that order)
+        q = k = v = g.node("qkv", f"qkv_proj{bias_text(a.bias)}<br/>{d} → ({a.n_heads} + 2×"
+                                  f"{a.n_kv_heads})×{hd}, split q, k, v")
+    else:
+        q = g.node("q", f"q_proj{bias_text(a.bias)}<br/>{d} → {a.n_heads}×{hd}")
+        k = g.node("k", f"k_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
+        v = g.node("v", f"v_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
     window = f"<br/>holds the last {commas(a.window)} tokens" if a.window else ""
     cache = g.store("cache", f"KV cache<br/>2 × {a.n_kv_heads} × {hd} per token{window}")
     span = f"<br/>sliding window {commas(a.window)}" if a.window else ""
@@ -92,7 +100,7 @@ def draw(g, spec, a):
     sdpa = g.node("sdpa", f"causal softmax(q·kᵀ {scale_text(spec, a.head_dim)})·v<br/>"
                           f"{share}{span}")
     o = g.node("o_proj", f"o_proj{bias_text(a.has_out_bias)}<br/>{a.n_heads}×{hd} → {d}")
-    entry = [q, k, v]
+    entry = list(dict.fromkeys([q, k, v]))
     q, k = _draw_qk_norm(g, a, q, k)
     if spec.position.kind == "rope":
         rope = g.node("rope", f"{rope_text(spec)}<br/>on q and k")

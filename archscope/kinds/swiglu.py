@@ -1,6 +1,8 @@
 """The gated MLP of Llama: down_proj(act(gate_proj(x)) * up_proj(x)), SiLU by default.
 
-Three matrices: gate_proj and up_proj d -> d_ff, down_proj d_ff -> d (biases when ffn.bias).
+Three matrices: gate_proj and up_proj d -> d_ff, down_proj d_ff -> d (biases when ffn.bias);
+with ffn.fused_gate_up (Phi-3/Phi-4) gate_up_proj d -> 2*d_ff holds the first two, gate rows
+first: the same parameters and multiply-adds, named as the checkpoint's tensor.
 Its activations: gate and up, 2 * d_ff per token.
 """
 
@@ -15,26 +17,34 @@ from archscope.units import bias_text, commas
 def draw_gated(g, spec, f, prefix: str = "", width: int | None = None, act_name: str | None = None):
     """A gated MLP's nodes; MoE draws its shared experts with it too (`prefix`, `width`)."""
     d, ff = commas(spec.d_model), commas(width or f.d_ff)
-    gate = g.node(prefix + "gate", f"{prefix}gate_proj{bias_text(f.bias)}<br/>{d} → {ff}")
-    up = g.node(prefix + "up", f"{prefix}up_proj{bias_text(f.bias)}<br/>{d} → {ff}")
+    if f.fused_gate_up and not prefix:  # one matrix, gate rows then up rows
+        gate = up = g.node("gate_up", f"gate_up_proj{bias_text(f.bias)}<br/>{d} → 2×{ff}, "
+                                      "split gate, up")
+    else:
+        gate = g.node(prefix + "gate", f"{prefix}gate_proj{bias_text(f.bias)}<br/>{d} → {ff}")
+        up = g.node(prefix + "up", f"{prefix}up_proj{bias_text(f.bias)}<br/>{d} → {ff}")
     act = g.node(prefix + "act", act_name or ACTIVATION_NAMES[f.activation])
     mul = g.circle(prefix + "mul", "⊙")
     down = g.node(prefix + "down", f"{prefix}down_proj{bias_text(f.bias)}<br/>{ff} → {d}")
-    g.edge(gate, act)
+    g.edge(gate, act, "gate" if gate == up else None)
     g.edge(act, mul)
-    g.edge(up, mul)
+    g.edge(up, mul, "up" if gate == up else None)
     g.edge(mul, down)
-    return [gate, up], down
+    return list(dict.fromkeys([gate, up])), down
+
+
+def fused_text(f) -> str:
+    return ", fused gate_up_proj" if f.fused_gate_up else ""
 
 
 def describe(f, d: int) -> str:
     bias = ", bias" if f.bias else ""
-    return f"SwiGLU {d}->{f.d_ff}->{d} ({f.activation}{bias})"
+    return f"SwiGLU {d}->{f.d_ff}->{d} ({f.activation}{bias}{fused_text(f)})"
 
 
 register(FFNKind(
     name="swiglu", module="archscope.nn.ffn:swiglu",
-    parts=lambda f, d: gated_parts("ffn", d, f.d_ff, f.bias),
+    parts=lambda f, d: gated_parts("ffn", d, f.d_ff, f.bias, bool(f.fused_gate_up)),
     hidden=lambda f: f.d_ff, activation_width=lambda f: 2 * f.d_ff,
     display="SwiGLU", describe=describe, label=lambda f: "SwiGLU",
     title=lambda f: "SwiGLU MLP", short=lambda f: f"SwiGLU MLP {commas(f.d_ff)}",

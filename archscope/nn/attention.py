@@ -1,5 +1,6 @@
 """Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window
-and an optional RMSNorm of q and k (QK-norm: per head as in Qwen3, full width as in OLMo 2)."""
+an optional RMSNorm of q and k (QK-norm: per head as in Qwen3, full width as in OLMo 2), and
+q, k and v from one fused projection or three (Phi-3's qkv_proj, Llama's q/k/v_proj)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,16 @@ class GQAAttention(nn.Module):
         d, h, hkv, hd = spec.d_model, attn.n_heads, attn.n_kv_heads, attn.head_dim
         self.n_heads, self.n_kv_heads, self.head_dim, self.window = h, hkv, hd, attn.window
         self.tokens_held = attn.tokens_held  # the window cap: the cache holds no more
-        self.q_proj = nn.Linear(d, h * hd, bias=attn.bias)
-        self.k_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
-        self.v_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
+        # Phi-3's fused_qkv: one qkv_proj (rows q, k, v), under its HF name so a checkpoint
+        # loads as it is; else Llama's three
+        self.fused = bool(attn.fused_qkv)
+        self.widths = (h * hd, hkv * hd, hkv * hd)
+        if self.fused:
+            self.qkv_proj = nn.Linear(d, sum(self.widths), bias=attn.bias)
+        else:
+            self.q_proj = nn.Linear(d, h * hd, bias=attn.bias)
+            self.k_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
+            self.v_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
         # QK-norm normalises groups of `*_norm_width` values: one head (Qwen3's q_norm/k_norm of
         # head_dim) or the whole projection (OLMo 2's, of n_heads*head_dim and
         # n_kv_heads*head_dim); both before RoPE, with the model's eps, as in transformers.
@@ -59,14 +67,21 @@ class GQAAttention(nn.Module):
     def _heads(self, y, heads: int, norm: nn.Module, width: int):
         """[B, T, heads*head_dim] -> [B, heads, T, head_dim], normed in groups of `width`."""
         b, t, _ = y.shape
-        y = norm(y.view(b, t, -1, width))
-        return y.view(b, t, heads, self.head_dim).transpose(1, 2)
+        y = norm(y.reshape(b, t, -1, width))  # reshape: a split of qkv_proj is not contiguous
+        return y.reshape(b, t, heads, self.head_dim).transpose(1, 2)
+
+    def project(self, x):
+        """q, k and v, [B, T, width] each: one matmul split, or three."""
+        if self.fused:
+            return self.qkv_proj(x).split(self.widths, dim=-1)
+        return self.q_proj(x), self.k_proj(x), self.v_proj(x)
 
     def forward(self, x, rope, start: int, cache: LayerCache | None):
         b, t, _ = x.shape
-        q = self._heads(self.q_proj(x), self.n_heads, self.q_norm, self.q_norm_width)
-        k = self._heads(self.k_proj(x), self.n_kv_heads, self.k_norm, self.k_norm_width)
-        v = self.v_proj(x).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        q, k, v = self.project(x)
+        q = self._heads(q, self.n_heads, self.q_norm, self.q_norm_width)
+        k = self._heads(k, self.n_kv_heads, self.k_norm, self.k_norm_width)
+        v = v.reshape(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
         if self.rotary:
             cos, sin = rope
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)

@@ -56,7 +56,8 @@ def attention_record(attn: AttentionSpec, indices: list[int], d_model: int) -> d
         "mha_elements_per_token": mha_elements_per_token(attn),
         "decompressed_elements_per_token": decompressed_elements_per_token(attn),
         "compressed_cache": kind.compressed_cache,
-        "projections": _short(kind.parts(attn, d_model)),
+        # q, k and v apart even when one qkv_proj holds them: the table compares projections
+        "projections": _short(kind.parts(dataclasses.replace(attn, fused_qkv=None), d_model)),
         "mha_projections": kind.mha_projections(attn, d_model),
     }
 

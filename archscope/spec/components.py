@@ -28,6 +28,13 @@ NormPosition = Literal["pre", "post", "output"]
 QKNorm = Literal["head", "full"]
 
 
+def _one_spelling(obj, name: str) -> None:
+    """A fusion switch set to false is the same network as one left out: store it as null, so
+    one network has one spelling (and a round trip through config.json compares equal)."""
+    if getattr(obj, name) is False:
+        object.__setattr__(obj, name, None)
+
+
 @dataclass(frozen=True)
 class NormSpec:
     kind: NormKind
@@ -102,6 +109,10 @@ class AttentionSpec:
     out_bias: bool | None = None  # o_proj bias; defaults to `bias`
     window: int | None = None  # sliding window (keys per query, itself included)
     qk_norm: QKNorm | None = None  # gqa: RMSNorm q and k (see QKNorm), eps = norm.eps
+    # gqa: q, k and v as one Linear, `qkv_proj` d -> (n_heads + 2*n_kv_heads)*head_dim, rows q
+    # then k then v (Phi-3/Phi-4). The same parameters and FLOPs as three; the checkpoint and
+    # the per-component breakdown hold one tensor. null or false: q_proj, k_proj, v_proj.
+    fused_qkv: bool | None = None
     # MLA
     q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
     kv_lora_rank: int | None = None
@@ -110,6 +121,9 @@ class AttentionSpec:
     v_head_dim: int | None = None
 
     MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+    def __post_init__(self) -> None:
+        _one_spelling(self, "fused_qkv")
 
     def validate(self) -> None:
         positive(self, "n_heads", "n_kv_heads", "head_dim", "window", *self.MLA_KEYS)
@@ -121,7 +135,7 @@ class AttentionSpec:
                     f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
             absent_unless(self, "kind", "mla", *self.MLA_KEYS)
         else:
-            absent_unless(self, "kind", "gqa", "qk_norm")
+            absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv")
             for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
                 require(getattr(self, name) is not None, name, "required when kind is 'mla'")
             require(self.n_kv_heads in (None, self.n_heads), "n_kv_heads",
@@ -198,6 +212,7 @@ class RouterSpec:
 KIND_ACTIVATION: dict[str, str] = {"geglu": "gelu_tanh", "relu2": "relu2"}
 DEFAULT_ACTIVATION = "silu"  # every other kind's, when the spec does not say
 OWN_ACTIVATION = {"relu2": "relu2"}  # activations only their kind has: activation -> kind
+GATED_KINDS = ("swiglu", "geglu")  # one dense gate_proj and up_proj: what fused_gate_up fuses
 
 
 @dataclass(frozen=True)
@@ -212,6 +227,10 @@ class FFNSpec:
     d_expert: int | None = None  # each routed expert's hidden size
     n_shared_experts: int | None = None  # always-on experts of size d_expert each
     router: RouterSpec | None = None
+    # gated kinds (swiglu, geglu): gate_proj and up_proj as one Linear, `gate_up_proj` d ->
+    # 2*d_ff, gate rows first (Phi-3/Phi-4). Same parameters and FLOPs; one tensor in the
+    # checkpoint and the breakdown. null or false: gate_proj and up_proj.
+    fused_gate_up: bool | None = None
 
     MOE_KEYS = ("n_experts", "top_k", "d_expert", "n_shared_experts", "router")
 
@@ -219,6 +238,7 @@ class FFNSpec:
         if self.activation is None:  # frozen: fill the default in place, once
             default = KIND_ACTIVATION.get(self.kind, DEFAULT_ACTIVATION)
             object.__setattr__(self, "activation", default)
+        _one_spelling(self, "fused_gate_up")
 
     def validate(self) -> None:
         positive(self, "d_ff", "n_experts", "top_k", "d_expert")
@@ -250,6 +270,10 @@ class FFNSpec:
         else:
             require(self.d_ff is not None, "d_ff", f"required when kind is '{self.kind}'")
             absent_unless(self, "kind", "moe", *self.MOE_KEYS)
+        if self.kind not in GATED_KINDS:
+            require(self.fused_gate_up is None, "fused_gate_up",
+                    f"only applies to the gated kinds ({', '.join(GATED_KINDS)}); here kind is "
+                    f"'{self.kind}'")
 
     @property
     def shared_experts(self) -> int:

@@ -33,6 +33,8 @@ def _family(s: ModelSpec) -> str:
         return "gpt2"  # GPT-3 too: transformers has no GPT-3 class
     if mla or any(f.shared_experts for f in moe):
         return "deepseek_v2"
+    if any(layer.attention.fused_qkv or layer.ffn.fused_gate_up for layer in s.plan):
+        return "phi3"  # only Phi-3's class fuses them (a spec with one fusion: the check names it)
     if s.norm.position == "output" or s.attention.qk_norm == "full":
         return "olmo2"
     if s.attention.qk_norm == "head":
@@ -115,6 +117,12 @@ def _to_olmo2(s: ModelSpec) -> dict:  # Llama's keys; the norms are implied by t
     return _without(_to_llama(s), "mlp_bias")
 
 
+def _to_phi3(s: ModelSpec) -> dict:  # Mistral's keys; the fusions are implied by the class
+    # A spec has no token ids, and Phi3Config's defaults (pad 32000, Phi-3's vocabulary) are
+    # out of range below 32,001 tokens, where nn.Embedding refuses the padding row: say none.
+    return {**_to_mistral(s), "bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+
+
 def _to_deepseek_v2(s: ModelSpec) -> dict:
     a, first = s.attention, s.plan[0].ffn
     if s.d_model % a.n_heads:  # DeepseekV2Config refuses to load otherwise
@@ -153,6 +161,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "qwen2": ("Qwen2ForCausalLM", _to_qwen2),
     "qwen3": ("Qwen3ForCausalLM", _to_qwen3),
     "olmo2": ("Olmo2ForCausalLM", _to_olmo2),
+    "phi3": ("Phi3ForCausalLM", _to_phi3),
     "granite": ("GraniteForCausalLM", _to_granite),
     "granitemoe": ("GraniteMoeForCausalLM", _to_granitemoe),
     "deepseek_v2": ("DeepseekV2ForCausalLM", _to_deepseek_v2),

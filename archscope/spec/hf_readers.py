@@ -7,6 +7,7 @@ what transformers itself refuses is refused here, naming the config.json key.
 
 from __future__ import annotations
 
+from archscope.errors import quote
 from archscope.spec.hf_keys import Keys, what
 
 _ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",  # HF name -> ours
@@ -198,6 +199,37 @@ def _olmo2(c: Keys) -> dict:  # Llama + full-width QK-norm + each sublayer's out
                   attention={"qk_norm": "full"})
 
 
+def _phi3_rope(c: Keys) -> None:
+    """Refuse what transformers' Phi3 does with RoPE that archscope does not: `longrope`, the
+    per-frequency short/long factors that Phi3Config also reads `su` and `yarn` as (so a Phi-3
+    `yarn` is not YaRN), and partial rotation (Phi-4-mini's partial_rotary_factor 0.75)."""
+    for section in ("rope_scaling", "rope_parameters"):
+        params = c.mapping(section)
+        kind = params.get("rope_type", params.get("type", "default"))
+        if kind != "default":
+            at = f"{section}.{'rope_type' if 'rope_type' in params else 'type'}"
+            raise c.error(at, f"transformers' Phi3 reads RoPE type {quote(kind)} as longrope "
+                              "(short/long factors per frequency), which archscope does not "
+                              "implement; it reads Phi-3 configs with unscaled RoPE only "
+                              "(rope_scaling null, as in Phi-4)")
+        if "partial_rotary_factor" in params:
+            _whole_rotation(c, f"{section}.partial_rotary_factor", params["partial_rotary_factor"])
+    _whole_rotation(c, "partial_rotary_factor", c.get("partial_rotary_factor", 1.0))
+
+
+def _whole_rotation(c: Keys, key: str, value) -> None:
+    if c.number(key, value=value) != 1:
+        raise c.error(key, f"archscope rotates whole heads (1.0) only, {what(value)}: partial "
+                           "RoPE is not implemented for gqa attention")
+
+
+def _phi3(c: Keys) -> dict:  # Llama, fused qkv_proj and gate_up_proj, no bias + Mistral's window
+    _phi3_rope(c)
+    return _patch(_llama(c, bias=()),
+                  attention={"fused_qkv": True, "window": c.size("sliding_window", null=True)},
+                  ffn={"fused_gate_up": True})
+
+
 def _deepseek_moe(c: Keys) -> dict:  # routed experts + always-on shared experts
     moe = _moe(c, experts="n_routed_experts")
     method = c.text("topk_method", ("greedy", "group_limited_greedy"), null=True,
@@ -259,6 +291,7 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "qwen2": _qwen2,
     "qwen3": _qwen3,
     "olmo2": _olmo2,
+    "phi3": _phi3,
     "granite": _granite,
     "granitemoe": _granitemoe,
     "deepseek_v2": _deepseek_v2,

@@ -116,9 +116,18 @@ OLMO2 = tuple(r for r in LLAMA if ".input_layernorm." not in r.hf) + _QK_NORMS +
      "layers.{i}.post_feedforward_layernorm.weight"),
 )
 
+# Phi-3 = Llama with q/k/v in one self_attn.qkv_proj and gate/up in one mlp.gate_up_proj;
+# archscope builds the fused Linears under the same names (attention.fused_qkv,
+# ffn.fused_gate_up), so they map one to one, with no split or copy.
+_FUSED = _rules(*[(f"model.layers.{{i}}.{name}.{{p}}", f"layers.{{i}}.{name}.{{p}}")
+                  for name in ("self_attn.qkv_proj", "mlp.gate_up_proj")])
+PHI3 = tuple(r for r in LLAMA if not any(f".{proj}." in r.hf for proj in
+                                         ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"))
+             ) + _FUSED
+
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
-    "qwen3": QWEN3, "olmo2": OLMO2,
+    "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3,
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
 }
 

@@ -1,0 +1,152 @@
+"""Phi-3/Phi-4 (Llama with q, k, v in one qkv_proj and gate, up in one gate_up_proj) against
+transformers' own Phi3ForCausalLM: logits of tiny configs built both ways with the same weights
+(prefill and cached decoding, fp32), the same weights in the wrong fused order (the test can
+fail), parameters of the phi-4 preset on the meta device, FLOPs under FlopCounterMode and cache
+bytes after a real prefill.
+"""
+
+import pytest
+import torch
+import transformers
+from torch.utils.flop_counter import FlopCounterMode
+
+from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
+from archscope.spec import load_spec
+from archscope.spec.hf import spec_to_hf_config
+from parity import decode_stepwise, load_same_weights, max_diff, tiny_spec, twins
+
+TOL = 1e-4
+T, PREFILL = 20, 5  # 15 cached decode steps after the prefill
+
+_FUSED = dict(ffn=dict(kind="swiglu", d_ff=96, fused_gate_up=True))
+FAMILIES = {  # GQA (so the k and v slices of qkv_proj are narrower than q's)
+    "phi3": dict(attention=dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=16,
+                                fused_qkv=True), **_FUSED),
+    # Phi-3-mini-4k's shape of difference: a window on every layer (here 6 of 20 tokens), and
+    # heads wider than d_model / n_heads (head_dim given in config.json, as Phi3Attention reads)
+    "phi3-window": dict(attention=dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=24,
+                                       window=6, fused_qkv=True), **_FUSED),
+}
+
+
+@pytest.fixture(scope="module", params=list(FAMILIES))
+def family(request):
+    spec = tiny_spec(**FAMILIES[request.param])
+    hf, ours = twins(spec)
+    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        reference = hf(ids).logits
+    return spec, hf, ours, ids, reference
+
+
+def test_transformers_builds_phi3_with_the_fused_tensors(family):
+    spec, hf, ours, _, _ = family
+    assert type(hf).__name__ == "Phi3ForCausalLM"
+    names = set(ours.state_dict())
+    assert {"layers.0.self_attn.qkv_proj.weight", "layers.0.mlp.gate_up_proj.weight"} <= names
+    assert not any(n.endswith((".q_proj.weight", ".gate_proj.weight", ".up_proj.weight"))
+                   for n in names)
+
+
+def test_prefill_logits_match(family):
+    _, _, ours, ids, reference = family
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) < TOL
+
+
+def test_cached_decoding_matches(family):
+    _, _, ours, ids, reference = family
+    assert max_diff(decode_stepwise(ours, ids, prefill=PREFILL), reference) < TOL
+
+
+def _halves_swapped(t: torch.Tensor, first: int) -> torch.Tensor:
+    return torch.cat([t[first:], t[:first]])
+
+
+@pytest.mark.parametrize("wrong", ["up-then-gate", "q-v-k"])
+def test_a_wrong_split_order_breaks_parity(family, wrong):
+    """The same weights stacked in another order (up rows first; v before k): far off, so the
+    parity above checks the order in which the fused tensors are split."""
+    spec, hf, _, ids, reference = family
+    d_ff, a = spec.ffn.d_ff, spec.attention
+    q, kv = a.n_heads * a.head_dim, a.n_kv_heads * a.head_dim
+    ours = load_same_weights(spec, hf, "phi3")
+    state = ours.state_dict()
+    for i in range(spec.n_layers):
+        if wrong == "up-then-gate":
+            key = f"layers.{i}.mlp.gate_up_proj.weight"
+            state[key] = _halves_swapped(state[key], d_ff)
+        else:
+            key = f"layers.{i}.self_attn.qkv_proj.weight"
+            w = state[key]
+            state[key] = torch.cat([w[:q], w[q + kv:], w[q:q + kv]])
+    ours.load_state_dict(state, strict=True)
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) > 1e-3
+
+
+def test_prefill_flops_match_transformers_exactly(family):
+    """One fused matmul does the multiply-adds of the three (or two) it replaces."""
+    spec, _, _, _, _ = family
+    config = transformers.AutoConfig.for_model(**spec_to_hf_config(spec))
+    eager = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    ids = torch.randint(0, spec.vocab_size, (2, 10))
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        eager.eval()(ids)
+    assert prefill_flops(spec, 10, batch=2, attention="full").total == counter.get_total_flops()
+
+
+def test_cache_after_a_real_prefill_holds_the_estimate(family):
+    spec, _, ours, ids, _ = family
+    cache = ours.new_cache(ids.shape[0], 2 * T)
+    with torch.no_grad():
+        ours(ids, cache)
+    held = sum(int((layer.positions >= 0).sum())
+               * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
+               for layer in cache.layers)
+    assert held == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
+
+
+def test_phi4_params_on_meta_equal_transformers_and_the_estimate():
+    spec = load_spec("phi-4")
+    config = spec_to_hf_config(spec)
+    assert config["architectures"] == ["Phi3ForCausalLM"]
+    with torch.device("meta"):
+        theirs = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(**config))
+    from archscope.nn import build_model
+    ours = build_model(spec, device="meta")
+    counted = sum(p.numel() for p in ours.parameters())
+    assert counted == sum(p.numel() for p in theirs.parameters()) == count_params(spec).total
+    assert counted == 14_659_507_200  # "14B" on the card
+    # the breakdown names the checkpoint's tensors, with their sizes
+    shapes = {n: p.shape for n, p in theirs.named_parameters()}
+    breakdown = count_params(spec).breakdown
+    for part, hf in (("attention.qkv_proj", "self_attn.qkv_proj"),
+                     ("ffn.gate_up_proj", "mlp.gate_up_proj")):
+        assert breakdown[part] == spec.n_layers * shapes[f"model.layers.0.{hf}.weight"].numel()
+    assert not any(k.endswith((".q_proj", ".k_proj", ".v_proj", ".gate_proj", ".up_proj"))
+                   for k in breakdown)
+
+
+def test_make_checkpoint_then_transformers_and_generate(run_cli, tmp_path):
+    """A cut-down phi-4 written by make-checkpoint: transformers loads the fused tensors as its
+    own (same logits as archscope's model of the folder), and `generate` runs on it."""
+    from archscope.weights import load_checkpoint
+
+    folder = tmp_path / "phi"
+    sets = ["n_layers=1", "vocab_size=512", "d_model=64", "attention.n_heads=4",
+            "attention.n_kv_heads=1", "attention.head_dim=16", "ffn.d_ff=96"]
+    code, _, err = run_cli("make-checkpoint", "phi-4", "--weights", str(folder), "--dtype",
+                           "fp32", *[a for s in sets for a in ("--set", s)])
+    assert code == 0, err
+    hf = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    assert type(hf).__name__ == "Phi3ForCausalLM"
+    ours, _ = load_checkpoint(folder)
+    ids = torch.randint(0, 512, (1, 9), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert max_diff(ours(ids), hf(ids).logits) < TOL
+    code, out, err = run_cli("generate", "--weights", str(folder), "--device", "cpu",
+                             "--new-tokens", "4", "Hello")
+    assert code == 0, err
+    assert "phi-4 on cpu" in err and "4 new" in err
