@@ -38,7 +38,7 @@ def _family(s: ModelSpec) -> str:
     if s.norm.position == "output" or s.attention.qk_norm == "full":
         return "olmo2"
     if s.attention.qk_norm == "head":
-        return "qwen3"
+        return "qwen3_moe" if moe else "qwen3"
     if moe:
         return "granitemoe" if s.multipliers else "mixtral"
     if s.multipliers:
@@ -113,6 +113,25 @@ def _to_qwen3(s: ModelSpec) -> dict:  # Qwen2's windows, Llama's attention_bias 
     return {**_without(_to_llama(s), "mlp_bias"), **_windows(s)}
 
 
+def _to_qwen3_moe(s: ModelSpec) -> dict:
+    """Qwen3's keys + the MoE's; dense layers as mlp_only_layers (decoder_sparse_step 1), and
+    one window for every layer (Qwen3Moe has no layer_types)."""
+    moe = next(layer.ffn for layer in s.plan if layer.is_moe)
+    dense = [layer.index for layer in s.plan if not layer.is_moe]
+    window = next((layer.window for layer in s.plan if layer.window), None)
+    a = s.attention
+    out = {**_to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
+           "head_dim": a.head_dim, "attention_bias": a.bias,
+           "hidden_act": _HF_ACT[moe.activation], "num_experts": moe.n_experts,
+           "num_experts_per_tok": moe.top_k, "moe_intermediate_size": moe.d_expert,
+           "norm_topk_prob": moe.routing.normalize, "decoder_sparse_step": 1,
+           "mlp_only_layers": dense, "use_sliding_window": window is not None,
+           "sliding_window": window}
+    if dense:  # else Qwen3MoeConfig's default, which no layer uses
+        out["intermediate_size"] = s.plan[dense[0]].ffn.d_ff
+    return out
+
+
 def _to_olmo2(s: ModelSpec) -> dict:  # Llama's keys; the norms are implied by the class
     return _without(_to_llama(s), "mlp_bias")
 
@@ -160,6 +179,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "mixtral": ("MixtralForCausalLM", _to_mixtral),
     "qwen2": ("Qwen2ForCausalLM", _to_qwen2),
     "qwen3": ("Qwen3ForCausalLM", _to_qwen3),
+    "qwen3_moe": ("Qwen3MoeForCausalLM", _to_qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", _to_olmo2),
     "phi3": ("Phi3ForCausalLM", _to_phi3),
     "granite": ("GraniteForCausalLM", _to_granite),

@@ -1,4 +1,4 @@
-"""HF config.json -> spec mapping, for eleven transformers model types, each read as its
+"""HF config.json -> spec mapping, for twelve transformers model types, each read as its
 difference from Llama (the other direction is `hf_export`; `hf` re-exports both).
 
 The JSON is read as data (no code, no network). Every key a reader uses is checked (type and
@@ -21,7 +21,8 @@ from typing import Any
 
 from archscope.errors import SpecError, quote
 from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, hf_key, what
-from archscope.spec.hf_readers import _FIXED, READERS, RENAMED  # noqa: F401  (RENAMED re-exported)
+from archscope.spec.hf_readers import READERS
+from archscope.spec.hf_readers_base import _FIXED, RENAMED  # noqa: F401  (RENAMED re-exported)
 
 EXTRA_KEY = "archscope"
 

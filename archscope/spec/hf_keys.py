@@ -35,7 +35,8 @@ FIELD = {
     "num_attention_heads": "n_heads", "n_head": "n_heads", "num_key_value_heads": "n_kv_heads",
     "intermediate_size": "d_ff", "n_inner": "d_ff", "moe_intermediate_size": "d_expert",
     "sliding_window": "window", "num_local_experts": "n_experts",
-    "n_routed_experts": "n_experts", "num_experts_per_tok": "top_k",
+    "n_routed_experts": "n_experts", "num_experts": "n_experts", "num_experts_per_tok": "top_k",
+    "decoder_sparse_step": "n_layers",  # a period in layers: at most the number of layers
 }
 
 
@@ -166,6 +167,26 @@ class Keys:
             raise self.error(key, f"expected a mapping or null, {what(value)}")
         return value
 
+    def alias(self, key: str, other: str) -> str:
+        """Which of two names of one key the file uses (`key` if neither): transformers 5's
+        attribute_map reads both (Qwen3-MoE's files say num_experts, transformers saves
+        num_local_experts). Both, disagreeing, is refused: which wins is the key order."""
+        if key in self.raw and other in self.raw and self.raw[key] != self.raw[other]:
+            raise self.error(key, f"disagrees with {other} ({quote(self.raw[other])}), which "
+                                  "transformers reads as the same key")
+        return other if other in self.raw and key not in self.raw else key
+
+    def indices(self, key: str, n: int) -> set[int]:
+        """A list of layer indices below n (absent or null: none)."""
+        value = self.raw.get(key) or []
+        if not isinstance(value, list):
+            raise self.error(key, f"expected a list of layer indices or null, {what(value)}")
+        for i, index in enumerate(value):
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+                raise self.error(f"{key}[{i}]", f"expected a layer index from 0 to {n - 1} "
+                                                f"(num_hidden_layers is {n}), {what(index)}")
+        return set(value)
+
 
 def check_int(value: Any, key: str, where: str, *, least: int = 1,
               null: bool = False) -> int | None:
@@ -216,6 +237,9 @@ SPEC_TO_HF = {
                     **{f"attention.{k}": k for k in ("q_lora_rank", "kv_lora_rank",
                                                      "qk_nope_head_dim", "qk_rope_head_dim",
                                                      "v_head_dim")}},
+    "qwen3_moe": {**_LLAMA, "ffn.n_experts": "num_experts",
+                  "ffn.d_expert": "moe_intermediate_size",
+                  "ffn.router.normalize": "norm_topk_prob", "layers": "mlp_only_layers"},
     "gpt2": {**_LLAMA, "d_model": "n_embd", "n_layers": "n_layer", "max_seq_len": "n_positions",
              "attention.n_heads": "n_head", "attention.n_kv_heads": "n_head",
              "attention.head_dim": "n_head", "norm.eps": "layer_norm_epsilon",

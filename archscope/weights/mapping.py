@@ -111,6 +111,7 @@ DEEPSEEK_V2 = tuple(r for r in LLAMA if ".self_attn." not in r.hf) + MOE + _rule
 _QK_NORMS = _rules(*[(f"{_ATTN}.{name}.weight", f"layers.{{i}}.self_attn.{name}.weight")
                      for name in ("q_norm", "k_norm")])
 QWEN3 = LLAMA + _QK_NORMS
+QWEN3_MOE = QWEN3 + MOE  # Qwen3-MoE = Qwen3 + Mixtral's MoE names (dense layers: Llama's mlp)
 OLMO2 = tuple(r for r in LLAMA if ".input_layernorm." not in r.hf) + _QK_NORMS + _rules(
     ("model.layers.{i}.post_feedforward_layernorm.weight",
      "layers.{i}.post_feedforward_layernorm.weight"),
@@ -127,7 +128,7 @@ PHI3 = tuple(r for r in LLAMA if not any(f".{proj}." in r.hf for proj in
 
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
-    "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3,
+    "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3, "qwen3_moe": QWEN3_MOE,
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
 }
 

@@ -49,7 +49,8 @@ def test_preset_round_trips_through_transformers(name, tmp_path):
     ("gpt2", "gpt2"), ("gpt3-175b", "gpt2"), ("llama-3.2-1b", "llama"),
     ("mistral-7b-v0.1", "mistral"), ("mixtral-8x7b", "mixtral"), ("deepseek-v2", "deepseek_v2"),
     ("granite-3.0-2b", "granite"), ("granite-3.0-3b-a800m", "granitemoe"),
-    ("qwen3-8b", "qwen3"), ("olmo-2-7b", "olmo2"), ("phi-4", "phi3")])
+    ("qwen3-8b", "qwen3"), ("olmo-2-7b", "olmo2"), ("phi-4", "phi3"),
+    ("qwen3-30b-a3b", "qwen3_moe")])
 def test_export_picks_the_class_from_the_structure(name, model_type):
     if name not in preset_names():
         pytest.skip(f"preset {name} not shipped")
@@ -154,7 +155,8 @@ def test_qwen2_layer_types_are_honoured(tmp_path):
 
 
 @pytest.mark.parametrize("model_type", ["llama", "mistral", "mixtral", "qwen2", "granite",
-                                        "granitemoe", "gpt2", "qwen3", "olmo2", "phi3"])
+                                        "granitemoe", "gpt2", "qwen3", "olmo2", "phi3",
+                                        "qwen3_moe"])
 def test_default_config_of_each_type_imports_and_exports_to_the_same_type(model_type, tmp_path):
     spec = load_spec(write(tmp_path / model_type, hf_dict(model_type)))
     assert spec_to_hf_config(spec)["model_type"] == model_type
@@ -196,7 +198,7 @@ def test_unsupported_model_type_names_the_supported_ones(config, tmp_path):
     message = str(err.value)
     assert str(folder / "config.json") in message and "model_type" in message
     for supported in ("llama", "mistral", "mixtral", "gpt2", "granite", "granitemoe",
-                      "deepseek_v2", "qwen2", "qwen3", "olmo2", "phi3"):
+                      "deepseek_v2", "qwen2", "qwen3", "olmo2", "phi3", "qwen3_moe"):
         assert supported in message
 
 

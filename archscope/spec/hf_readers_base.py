@@ -1,0 +1,155 @@
+"""What the config.json readers share: activation and RoPE keys, the Llama skeleton every
+family starts from, heads, windows and multipliers (hf_readers.py holds the families)."""
+
+from __future__ import annotations
+
+from archscope.spec.hf_keys import Keys, what
+
+_ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",  # HF name -> ours
+        "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
+RENAMED = {"original_max_position_embeddings": "original_max_seq_len"}  # other RoPE keys match
+_FIXED = {"gpt2": {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
+                   "add_cross_attention": False}}  # other values: networks the spec cannot hold
+_ROPE_TYPES = ("default", "linear", "llama3", "yarn")
+_ROPE_SIZES = ("original_max_position_embeddings",)
+_ROPE_POSITIVE = ("factor", "low_freq_factor", "high_freq_factor")
+_ROPE_NUMBERS = ("beta_fast", "beta_slow", "mscale", "mscale_all_dim")
+_LAYER_TYPES = ("full_attention", "sliding_attention")
+_CLASS = {"llama": "LlamaConfig", "deepseek_v2": "DeepseekV2Config", "gpt2": "GPT2Attention"}
+
+
+def _act(c: Keys, key: str = "hidden_act") -> str:
+    return _ACT[c.text(key, _ACT, noun="activation")]
+
+
+def _rope(c: Keys) -> dict:
+    """RoPE from `rope_parameters` (transformers 5) or `rope_theta` + `rope_scaling` (older)."""
+    legacy, current = c.mapping("rope_scaling"), c.mapping("rope_parameters")
+    origin = {**{k: "rope_scaling" for k in legacy}, **{k: "rope_parameters" for k in current}}
+    params = {**legacy, **current}
+
+    def at(k: str) -> str:
+        return f"{origin[k]}.{k}"
+
+    type_key = next((k for k in ("rope_type", "type") if k in params), None)
+    kind = "default" if type_key is None else params[type_key]
+    if not isinstance(kind, str) or kind not in _ROPE_TYPES:
+        raise c.error(at(type_key), f"unsupported RoPE type: expected one of "
+                                    f"{', '.join(_ROPE_TYPES)}, {what(kind)}")
+    if "rope_theta" in params:
+        theta = c.number(at("rope_theta"), value=params["rope_theta"])
+    else:
+        theta = c.number("rope_theta")
+    if kind == "default":
+        return {"kind": "rope", "theta": theta}
+    scaling = {"kind": kind}
+    for k, v in params.items():
+        if k in ("rope_type", "type", "rope_theta") or v is None:
+            continue
+        if k in _ROPE_SIZES:
+            c.size(at(k), value=v)
+        elif k in _ROPE_POSITIVE or k in _ROPE_NUMBERS:
+            c.number(at(k), value=v, positive=k in _ROPE_POSITIVE)
+        else:
+            raise c.error(at(k), "archscope does not read this RoPE key; it reads rope_type, "
+                                 f"rope_theta, {', '.join(_ROPE_SIZES + _ROPE_POSITIVE)}, "
+                                 f"{', '.join(_ROPE_NUMBERS)}")
+        scaling[RENAMED.get(k, k)] = v
+    return {"kind": "rope", "theta": theta, "scaling": scaling}
+
+
+def _select(indices: list[int]) -> str | list[int]:
+    """A `layers` selector: a slice string for a contiguous run, else the list."""
+    if indices == list(range(indices[0], indices[-1] + 1)):
+        return f"{indices[0]}:{indices[-1] + 1}"
+    return indices
+
+
+def _patch(mapping: dict, **sections: dict) -> dict:
+    """Change some sections; a section with a new `kind` replaces the old one."""
+    out = dict(mapping)
+    for name, new in sections.items():
+        old = out[name]
+        out[name] = new if new.get("kind", old["kind"]) != old["kind"] else {**old, **new}
+    return out
+
+
+def _base(c: Keys) -> dict:  # shape, norm and positions: shared by every RoPE family here
+    return {"vocab_size": c.size("vocab_size"), "d_model": c.size("hidden_size"),
+            "n_layers": c.size("num_hidden_layers"),
+            "max_seq_len": c.size("max_position_embeddings"),
+            "tie_embeddings": c.flag("tie_word_embeddings"),
+            "norm": {"kind": "rmsnorm", "eps": c.number("rms_norm_eps"), "position": "pre"},
+            "position": _rope(c)}
+
+
+def _divides(c: Keys, width_key: str, heads_key: str, width: int, heads: int) -> None:
+    """Refuse, as transformers' class does, heads that do not divide the width."""
+    if width % heads:
+        raise c.error(heads_key, f"{width_key} ({width}) is not a multiple of {heads_key} "
+                                 f"({heads}); transformers' {_CLASS[c.model_type]} refuses it")
+
+
+def _heads(c: Keys, width: int) -> tuple[int, int, int]:
+    """(query heads, key/value heads, head_dim) of a GQA family."""
+    heads = c.size("num_attention_heads")
+    kv = c.size("num_key_value_heads", null=True) or heads  # null: one per query head
+    if heads % kv:
+        raise c.error("num_key_value_heads", f"num_attention_heads ({heads}) must be a multiple "
+                                             f"of num_key_value_heads ({kv})")
+    if c.model_type == "llama":  # LlamaConfig refuses it even when head_dim is given
+        _divides(c, "hidden_size", "num_attention_heads", width, heads)
+    head_dim = c.size("head_dim", null=True, fallback=None)  # absent or null: derived
+    if head_dim is None:  # hidden_size // heads, as each class derives it (a remainder is legal)
+        if width < heads:
+            raise c.error("num_attention_heads", f"hidden_size ({width}) is smaller than "
+                                                 f"num_attention_heads ({heads}): head_dim, "
+                                                 "which the file leaves out, would be 0")
+        head_dim = width // heads
+    return heads, kv, head_dim
+
+
+def _llama(c: Keys, bias: tuple[str, ...] = ("attention_bias", "mlp_bias")) -> dict:
+    base = _base(c)
+    heads, kv, head_dim = _heads(c, base["d_model"])
+    return {**base,
+            "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv,
+                          "head_dim": head_dim,
+                          "bias": c.flag("attention_bias") if "attention_bias" in bias else False},
+            "ffn": {"kind": "swiglu", "d_ff": c.size("intermediate_size"),
+                    "activation": _act(c),
+                    "bias": c.flag("mlp_bias") if "mlp_bias" in bias else False}}
+
+
+def _multipliers(c: Keys) -> dict:
+    return {"embedding": c.number("embedding_multiplier"),
+            "attention": c.number("attention_multiplier"),
+            "residual": c.number("residual_multiplier"), "logits": c.number("logits_scaling")}
+
+
+def _windows(c: Keys, out: dict) -> dict:
+    """Qwen2/Qwen3's sliding window on the layers `layer_types` (or max_window_layers) marks."""
+    n = out["n_layers"]
+    # read (and so checked, as transformers checks them) whether or not they are used
+    window, first = c.size("sliding_window", null=True), c.size("max_window_layers", least=0)
+    window = window if c.flag("use_sliding_window") else None
+    types = c.get("layer_types", None)
+    if types is None:  # transformers' rule when layer_types is absent
+        types = ["sliding_attention" if window is not None and i >= first else "full_attention"
+                 for i in range(n)]
+    elif not isinstance(types, list):
+        raise c.error("layer_types", f"expected a list of {n} strings (num_hidden_layers), "
+                                     f"each {' or '.join(_LAYER_TYPES)}, {what(types)}")
+    elif len(types) != n:
+        entries = "1 entry" if len(types) == 1 else f"{len(types)} entries"
+        raise c.error("layer_types", f"has {entries}, but num_hidden_layers is {n}")
+    for i, t in enumerate(types):
+        if not isinstance(t, str) or t not in _LAYER_TYPES:
+            raise c.error(f"layer_types[{i}]", f"expected {' or '.join(_LAYER_TYPES)} "
+                                               f"(archscope reads no other), {what(t)}")
+    sliding = [i for i, t in enumerate(types) if t == "sliding_attention" and window is not None]
+    if len(sliding) == n:
+        return _patch(out, attention={"window": window})
+    if sliding:
+        out["layers"] = [{"select": _select(sliding), "attention": {"window": window}}]
+    return out
