@@ -5,7 +5,8 @@ n_kv_heads*head_dim (bias when attention.bias), o_proj n_heads*head_dim -> d (bi
 attention.has_out_bias). With attention.qk_norm, RMSNorms q_norm and k_norm (weights only, no
 matmul) normalise q and k before RoPE: `head` over each head's head_dim (Qwen3: two weights of
 head_dim), `full` over the whole projection (OLMo 2: n_heads*head_dim and n_kv_heads*head_dim).
-The cache holds one key and one value per KV head per token:
+With attention.rope false the layer is NoPE (SmolLM3): q and k are not rotated (no weights
+change). The cache holds one key and one value per KV head per token:
 2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window` tokens.
 """
 
@@ -47,7 +48,8 @@ def parts(attn, d: int):
 
 
 def qk_text(attn, lead: str = ", ") -> str:
-    text = lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
+    text = lead + "NoPE" if not attn.rope else ""
+    text += lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
     return text + (lead + "fused qkv_proj" if attn.fused_qkv else "")
 
 
@@ -102,7 +104,7 @@ def draw(g, spec, a):
     o = g.node("o_proj", f"o_proj{bias_text(a.has_out_bias)}<br/>{a.n_heads}×{hd} → {d}")
     entry = list(dict.fromkeys([q, k, v]))
     q, k = _draw_qk_norm(g, a, q, k)
-    if spec.position.kind == "rope":
+    if spec.position.kind == "rope" and a.rope:  # a NoPE layer: no rotation node
         rope = g.node("rope", f"{rope_text(spec)}<br/>on q and k")
         g.edge(q, rope, "q")
         g.edge(k, rope, "k")

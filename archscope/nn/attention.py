@@ -1,5 +1,5 @@
-"""Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window
-an optional RMSNorm of q and k (QK-norm: per head as in Qwen3, full width as in OLMo 2), and
+"""Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window,
+RoPE on q and k unless the layer is NoPE (attention.rope false, SmolLM3), an optional RMSNorm of q and k (QK-norm: per head as in Qwen3, full width as in OLMo 2), and
 q, k and v from one fused projection or three (Phi-3's qkv_proj, Llama's q/k/v_proj)."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class GQAAttention(nn.Module):
         self.k_norm = RMSNorm(self.k_norm_width, eps) if qk else nn.Identity()
         self.o_proj = nn.Linear(h * hd, d, bias=attn.has_out_bias)
         self.scale = spec.mults.attention or hd ** -0.5
-        self.rotary = spec.position.kind == "rope"
+        self.rotary = spec.position.kind == "rope" and attn.rope  # false: a NoPE layer
 
     def _heads(self, y, heads: int, norm: nn.Module, width: int):
         """[B, T, heads*head_dim] -> [B, heads, T, head_dim], normed in groups of `width`."""

@@ -113,6 +113,10 @@ class AttentionSpec:
     # then k then v (Phi-3/Phi-4). The same parameters and FLOPs as three; the checkpoint and
     # the per-component breakdown hold one tensor. null or false: q_proj, k_proj, v_proj.
     fused_qkv: bool | None = None
+    # false: this layer's q and k are not rotated (NoPE; SmolLM3's every fourth layer, set per
+    # layer through `layers` overrides). Only meaningful with position.kind 'rope'; MLA's
+    # decoupled key needs RoPE, so MLA refuses it.
+    rope: bool = True
     # MLA
     q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
     kv_lora_rank: int | None = None
@@ -136,6 +140,8 @@ class AttentionSpec:
             absent_unless(self, "kind", "mla", *self.MLA_KEYS)
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv")
+            require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
+                                       "rope: false applies to gqa attention only")
             for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
                 require(getattr(self, name) is not None, name, "required when kind is 'mla'")
             require(self.n_kv_heads in (None, self.n_heads), "n_kv_heads",

@@ -39,6 +39,8 @@ def _family(s: ModelSpec) -> str:
         return "olmo2"
     if s.attention.qk_norm == "head":
         return "qwen3_moe" if moe else "qwen3"
+    if any(not layer.attention.rope for layer in s.plan):
+        return "smollm3"  # Llama + NoPE layers: only SmolLM3's class turns RoPE off per layer
     if moe:
         return "granitemoe" if s.multipliers else "mixtral"
     if s.multipliers:
@@ -132,6 +134,19 @@ def _to_qwen3_moe(s: ModelSpec) -> dict:
     return out
 
 
+def _to_smollm3(s: ModelSpec) -> dict:
+    """Llama's keys + which layers rotate (no_rope_layers, 1 = RoPE) and the windowed layers
+    as layer_types (SmolLM3's window: one size, on the layers marked sliding_attention)."""
+    windows = [layer.window for layer in s.plan]
+    window = next((w for w in windows if w is not None), None)
+    # As Phi-3's: the class's default token ids (pad 128004) are out of range in a smaller
+    # vocabulary, where nn.Embedding refuses the padding row; a spec has none, so say none.
+    return {**_to_llama(s), "bos_token_id": None, "eos_token_id": None, "pad_token_id": None,
+            "no_rope_layers": [int(layer.attention.rope) for layer in s.plan],
+            "use_sliding_window": window is not None, "sliding_window": window,
+            "layer_types": ["sliding_attention" if w else "full_attention" for w in windows]}
+
+
 def _to_olmo2(s: ModelSpec) -> dict:  # Llama's keys; the norms are implied by the class
     return _without(_to_llama(s), "mlp_bias")
 
@@ -181,6 +196,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "qwen3": ("Qwen3ForCausalLM", _to_qwen3),
     "qwen3_moe": ("Qwen3MoeForCausalLM", _to_qwen3_moe),
     "olmo2": ("Olmo2ForCausalLM", _to_olmo2),
+    "smollm3": ("SmolLM3ForCausalLM", _to_smollm3),
     "phi3": ("Phi3ForCausalLM", _to_phi3),
     "granite": ("GraniteForCausalLM", _to_granite),
     "granitemoe": ("GraniteMoeForCausalLM", _to_granitemoe),

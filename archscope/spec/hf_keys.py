@@ -37,6 +37,7 @@ FIELD = {
     "sliding_window": "window", "num_local_experts": "n_experts",
     "n_routed_experts": "n_experts", "num_experts": "n_experts", "num_experts_per_tok": "top_k",
     "decoder_sparse_step": "n_layers",  # a period in layers: at most the number of layers
+    "no_rope_layer_interval": "n_layers",  # the same (SmolLM3's NoPE period)
 }
 
 
@@ -187,6 +188,20 @@ class Keys:
                                                 f"(num_hidden_layers is {n}), {what(index)}")
         return set(value)
 
+    def switches(self, key: str, n: int) -> list[int] | None:
+        """A per-layer list of 0/1 switches, at least n long (transformers reads the first n;
+        absent or null: None, for the caller's derived default)."""
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or len(value) < n:
+            raise self.error(key, f"expected a list of at least {n} entries, 0 or 1 "
+                                  f"(num_hidden_layers is {n}), {what(value)}")
+        for i, bit in enumerate(value[:n]):
+            if isinstance(bit, bool) or bit not in (0, 1):
+                raise self.error(f"{key}[{i}]", f"expected 0 or 1, {what(bit)}")
+        return list(value[:n])
+
 
 def check_int(value: Any, key: str, where: str, *, least: int = 1,
               null: bool = False) -> int | None:
@@ -240,6 +255,7 @@ SPEC_TO_HF = {
     "qwen3_moe": {**_LLAMA, "ffn.n_experts": "num_experts",
                   "ffn.d_expert": "moe_intermediate_size",
                   "ffn.router.normalize": "norm_topk_prob", "layers": "mlp_only_layers"},
+    "smollm3": {**_LLAMA, "attention.rope": "no_rope_layers", "layers": "no_rope_layers"},
     "gpt2": {**_LLAMA, "d_model": "n_embd", "n_layers": "n_layer", "max_seq_len": "n_positions",
              "attention.n_heads": "n_head", "attention.n_kv_heads": "n_head",
              "attention.head_dim": "n_head", "norm.eps": "layer_norm_epsilon",

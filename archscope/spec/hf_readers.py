@@ -10,7 +10,8 @@ from __future__ import annotations
 from archscope.errors import quote
 from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import (_act, _base, _divides, _llama, _multipliers,
-                                           _patch, _select, _windows)
+                                           _check_types, _patch, _select,
+                                           _windows)
 
 
 def _mistral(c: Keys) -> dict:  # Llama + a sliding window, no bias switches
@@ -72,6 +73,37 @@ def _qwen3_moe(c: Keys) -> dict:  # Qwen3 + MoE on the layers decoder_sparse_ste
 def _olmo2(c: Keys) -> dict:  # Llama + full-width QK-norm + each sublayer's output normed
     return _patch(_llama(c, bias=("attention_bias",)), norm={"position": "output"},
                   attention={"qk_norm": "full"})
+
+
+def _smollm3(c: Keys) -> dict:  # Llama + NoPE layers (+ a window on some NoPE layers)
+    out = _llama(c)
+    n = out["n_layers"]
+    uses = c.switches("no_rope_layers", n)
+    if uses is None or "no_rope_layer_interval" in c.raw:  # checked whenever the file has it
+        interval = c.size("no_rope_layer_interval")
+    if uses is None:  # transformers' rule: layer i is NoPE when (i + 1) % interval == 0
+        uses = [int((i + 1) % interval != 0) for i in range(n)]
+    window = c.size("sliding_window", null=True)
+    on = bool(c.flag("use_sliding_window")) and window is not None
+    types = c.get("layer_types", None)
+    if types is None:  # SmolLM3Config's rule: the window goes on the NoPE layers
+        types = ["sliding_attention" if on and not uses[i] else "full_attention"
+                 for i in range(n)]
+    _check_types(c, types, n)
+    sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
+    if sliding and not on:  # the mask would slide (config.sliding_window), the kernel would not
+        raise c.error("layer_types", f"marks layer {sliding[0]} sliding_attention, but "
+                                     "use_sliding_window is false or sliding_window null: "
+                                     "transformers' SmolLM3 masks such layers by sliding_window "
+                                     "yet passes the kernel no window; archscope refuses the "
+                                     "ambiguity")
+    layers = [{"select": _select(nope), "attention": {"rope": False}}
+              for nope in [[i for i in range(n) if not uses[i]]] if nope]
+    if sliding and len(sliding) == n:
+        out = _patch(out, attention={"window": window})
+    elif sliding:
+        layers.append({"select": _select(sliding), "attention": {"window": window}})
+    return {**out, "layers": layers} if layers else out
 
 
 def _phi3_rope(c: Keys) -> None:
@@ -167,6 +199,7 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "qwen3": _qwen3,
     "qwen3_moe": _qwen3_moe,
     "olmo2": _olmo2,
+    "smollm3": _smollm3,
     "phi3": _phi3,
     "granite": _granite,
     "granitemoe": _granitemoe,

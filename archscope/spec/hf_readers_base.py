@@ -127,6 +127,20 @@ def _multipliers(c: Keys) -> dict:
             "residual": c.number("residual_multiplier"), "logits": c.number("logits_scaling")}
 
 
+def _check_types(c: Keys, types, n: int) -> None:
+    """`layer_types`: n strings, each full_attention or sliding_attention."""
+    if not isinstance(types, list):
+        raise c.error("layer_types", f"expected a list of {n} strings (num_hidden_layers), "
+                                     f"each {' or '.join(_LAYER_TYPES)}, {what(types)}")
+    if len(types) != n:
+        entries = "1 entry" if len(types) == 1 else f"{len(types)} entries"
+        raise c.error("layer_types", f"has {entries}, but num_hidden_layers is {n}")
+    for i, t in enumerate(types):
+        if not isinstance(t, str) or t not in _LAYER_TYPES:
+            raise c.error(f"layer_types[{i}]", f"expected {' or '.join(_LAYER_TYPES)} "
+                                               f"(archscope reads no other), {what(t)}")
+
+
 def _windows(c: Keys, out: dict) -> dict:
     """Qwen2/Qwen3's sliding window on the layers `layer_types` (or max_window_layers) marks."""
     n = out["n_layers"]
@@ -137,16 +151,7 @@ def _windows(c: Keys, out: dict) -> dict:
     if types is None:  # transformers' rule when layer_types is absent
         types = ["sliding_attention" if window is not None and i >= first else "full_attention"
                  for i in range(n)]
-    elif not isinstance(types, list):
-        raise c.error("layer_types", f"expected a list of {n} strings (num_hidden_layers), "
-                                     f"each {' or '.join(_LAYER_TYPES)}, {what(types)}")
-    elif len(types) != n:
-        entries = "1 entry" if len(types) == 1 else f"{len(types)} entries"
-        raise c.error("layer_types", f"has {entries}, but num_hidden_layers is {n}")
-    for i, t in enumerate(types):
-        if not isinstance(t, str) or t not in _LAYER_TYPES:
-            raise c.error(f"layer_types[{i}]", f"expected {' or '.join(_LAYER_TYPES)} "
-                                               f"(archscope reads no other), {what(t)}")
+    _check_types(c, types, n)
     sliding = [i for i, t in enumerate(types) if t == "sliding_attention" and window is not None]
     if len(sliding) == n:
         return _patch(out, attention={"window": window})

@@ -137,6 +137,11 @@ class ModelSpec:
                                 f"({self.max_seq_len})", key=key)
             if layer.attention.kind == "mla" and self.position.kind != "rope":
                 raise SpecError("MLA's decoupled key needs position.kind 'rope'", key="position.kind")
+            if not layer.attention.rope and self.position.kind != "rope":
+                key = "attention.rope" if not self.attention.rope else "layers"
+                raise SpecError(f"rope: false (layer {layer.index}) turns RoPE off on a layer, "
+                                f"but position.kind is {self.position.kind!r}: leave it out",
+                                key=key)
 
     @cached_property
     def plan(self) -> tuple[LayerPlan, ...]:

@@ -129,6 +129,7 @@ PHI3 = tuple(r for r in LLAMA if not any(f".{proj}." in r.hf for proj in
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
     "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3, "qwen3_moe": QWEN3_MOE,
+    "smollm3": LLAMA,  # SmolLM3 = Llama's names; NoPE changes no weight
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
 }
 

@@ -77,7 +77,7 @@ def _shrink_ffn(f: dict) -> dict:
 
 def shrink(spec: ModelSpec) -> ModelSpec:
     m = to_mapping(spec)
-    m.update(vocab_size=96, d_model=32, n_layers=3, max_seq_len=64)
+    m.update(vocab_size=96, d_model=32, n_layers=4, max_seq_len=64)  # 4: SmolLM3 NoPEs layer 3
     heads = spec.attention.n_heads
     m["attention"] = _shrink_attention(m["attention"], heads)
     m["ffn"] = _shrink_ffn(m["ffn"])
@@ -91,5 +91,5 @@ def shrink(spec: ModelSpec) -> ModelSpec:
 
 @pytest.fixture
 def tiny_variant():
-    """`tiny_variant(spec)`: the same kinds and flags at toy sizes (d 32, 3 layers, vocab 96)."""
+    """`tiny_variant(spec)`: the same kinds and flags at toy sizes (d 32, 4 layers, vocab 96)."""
     return shrink
