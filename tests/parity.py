@@ -72,3 +72,37 @@ def decode_stepwise(model, ids: torch.Tensor, prefill: int) -> torch.Tensor:
     for i in range(prefill, ids.shape[1]):
         outs.append(model(ids[:, i:i + 1], cache))
     return torch.cat(outs, dim=1)
+
+
+def hf_eager_prefill_flops(spec: ModelSpec, batch: int = 2, tokens: int = 10, **implementation):
+    """FlopCounterMode's count of one prefill of transformers' own eager model, built from the
+    spec's exported config (random ids; `implementation`: e.g. experts_implementation)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = transformers.AutoConfig.for_model(**spec_to_hf_config(spec))
+    eager = transformers.AutoModelForCausalLM.from_config(
+        config, attn_implementation="eager", **implementation).eval()
+    ids = torch.randint(0, spec.vocab_size, (batch, tokens))
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        eager(ids)
+    return counter.get_total_flops()
+
+
+def held_cache_bytes(model, ids: torch.Tensor, capacity: int) -> int:
+    """Bytes archscope's own cache holds after a real prefill of `ids` (slots in use only)."""
+    cache = model.new_cache(ids.shape[0], capacity)
+    with torch.no_grad():
+        model(ids, cache)
+    return sum(int((layer.positions >= 0).sum())
+               * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
+               for layer in cache.layers)
+
+
+def meta_param_counts(spec: ModelSpec) -> tuple[int, int, object]:
+    """(archscope's count, transformers' count, transformers' model) of `spec` on meta."""
+    with torch.device("meta"):
+        theirs = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(**spec_to_hf_config(spec)))
+    ours = build_model(spec, device="meta")
+    return (sum(p.numel() for p in ours.parameters()),
+            sum(p.numel() for p in theirs.parameters()), theirs)

@@ -8,7 +8,6 @@ active), FLOPs under FlopCounterMode and cache bytes after a real prefill.
 import pytest
 import torch
 import transformers
-from torch.utils.flop_counter import FlopCounterMode
 
 from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
 from archscope.nn import build_model
@@ -16,7 +15,8 @@ from archscope.nn.moe import MoE, Router
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import hf_to_ours, table_for
-from parity import decode_stepwise, max_diff, tiny_spec, twins
+from parity import (decode_stepwise, held_cache_bytes, hf_eager_prefill_flops, max_diff,
+                    tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 20, 5  # 15 cached decode steps after the prefill
@@ -93,25 +93,13 @@ def test_prefill_flops_match_transformers_exactly(family):
     """transformers' eager experts loop (one F.linear per expert hit) is countable, and so is
     archscope's reference loop; the estimate counts the top_k experts of every token."""
     spec, _, ours, _, _ = family
-    config = transformers.AutoConfig.for_model(**spec_to_hf_config(spec))
-    eager = transformers.AutoModelForCausalLM.from_config(
-        config, attn_implementation="eager", experts_implementation="eager").eval()
-    ids = torch.randint(0, spec.vocab_size, (2, 10))
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        eager(ids)
-    estimate = prefill_flops(spec, 10, batch=2, attention="full").total
-    assert estimate == counter.get_total_flops()
+    assert prefill_flops(spec, 10, batch=2, attention="full").total == \
+        hf_eager_prefill_flops(spec, experts_implementation="eager")
 
 
 def test_cache_after_a_real_prefill_holds_the_estimate(family):
     spec, _, ours, ids, _ = family
-    cache = ours.new_cache(ids.shape[0], 2 * T)
-    with torch.no_grad():
-        ours(ids, cache)
-    held = sum(int((layer.positions >= 0).sum())
-               * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
-               for layer in cache.layers)
-    assert held == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
+    assert held_cache_bytes(ours, ids, 2 * T) == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
 
 
 def _active_from_modules(model) -> int:

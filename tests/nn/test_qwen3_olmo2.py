@@ -6,15 +6,14 @@ meta device, FLOPs under FlopCounterMode and cache bytes after a real prefill.
 
 import pytest
 import torch
-import transformers
-from torch.utils.flop_counter import FlopCounterMode
 
 from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
 from archscope.nn import build_model
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import hf_to_ours, table_for
-from parity import decode_stepwise, max_diff, tiny_spec, twins
+from parity import (decode_stepwise, held_cache_bytes, hf_eager_prefill_flops, max_diff,
+                    meta_param_counts, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 20, 5  # 15 cached decode steps after the prefill
@@ -76,23 +75,13 @@ def test_removing_the_qk_norm_breaks_parity(family):
 def test_prefill_flops_match_transformers_exactly(family):
     """Norms do no matmul work, so the QK-norms add nothing: the counts are equal."""
     _, spec, _, _, _, _ = family
-    config = transformers.AutoConfig.for_model(**spec_to_hf_config(spec))
-    eager = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    ids = torch.randint(0, spec.vocab_size, (2, 10))
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        eager.eval()(ids)
-    assert prefill_flops(spec, 10, batch=2, attention="full").total == counter.get_total_flops()
+    assert prefill_flops(spec, 10, batch=2, attention="full").total == \
+        hf_eager_prefill_flops(spec)
 
 
 def test_cache_after_a_real_prefill_holds_the_estimate(family):
     _, spec, _, ours, ids, _ = family
-    cache = ours.new_cache(ids.shape[0], 2 * T)
-    with torch.no_grad():
-        ours(ids, cache)
-    held = sum(int((layer.positions >= 0).sum())
-               * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
-               for layer in cache.layers)
-    assert held == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
+    assert held_cache_bytes(ours, ids, 2 * T) == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -100,12 +89,8 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate(name):
     spec = load_spec(name)
     config = spec_to_hf_config(spec)
     assert config["architectures"] == [PRESETS[name]]
-    with torch.device("meta"):
-        theirs = transformers.AutoModelForCausalLM.from_config(
-            transformers.AutoConfig.for_model(**config))
-    ours = build_model(spec, device="meta")
-    counted = sum(p.numel() for p in ours.parameters())
-    assert counted == sum(p.numel() for p in theirs.parameters()) == count_params(spec).total
+    counted, theirs_count, theirs = meta_param_counts(spec)
+    assert counted == theirs_count == count_params(spec).total
     qk = count_params(spec).breakdown
     width = spec.attention.head_dim if spec.attention.qk_norm == "head" else spec.d_model
     assert qk["attention.q_norm"] == spec.n_layers * width  # OLMo 2 7B: MHA, q and k d_model

@@ -6,15 +6,14 @@ prefill; and the same weights with RoPE on every layer, far off, so the test exe
 
 import pytest
 import torch
-import transformers
-from torch.utils.flop_counter import FlopCounterMode
 
 from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
 from archscope.nn import build_model
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import hf_to_ours, table_for
-from parity import decode_stepwise, max_diff, tiny_spec, twins
+from parity import (decode_stepwise, held_cache_bytes, hf_eager_prefill_flops, max_diff,
+                    meta_param_counts, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 20, 5  # 15 cached decode steps after the prefill
@@ -72,34 +71,20 @@ def test_nope_modules_do_not_rotate(setup):
 
 def test_prefill_flops_match_transformers_exactly(setup):
     spec = setup[0]
-    config = transformers.AutoConfig.for_model(**spec_to_hf_config(spec))
-    eager = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    ids = torch.randint(0, spec.vocab_size, (2, 10))
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        eager.eval()(ids)
-    assert prefill_flops(spec, 10, batch=2, attention="full").total == counter.get_total_flops()
+    assert prefill_flops(spec, 10, batch=2, attention="full").total == \
+        hf_eager_prefill_flops(spec)
 
 
 def test_cache_after_a_real_prefill_holds_the_estimate(setup):
     spec, _, ours, ids, _ = setup
-    cache = ours.new_cache(ids.shape[0], 2 * T)
-    with torch.no_grad():
-        ours(ids, cache)
-    held = sum(int((layer.positions >= 0).sum())
-               * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
-               for layer in cache.layers)
-    assert held == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
+    assert held_cache_bytes(ours, ids, 2 * T) == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
 
 
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
     spec = load_spec("smollm3-3b")
     config = spec_to_hf_config(spec)
     assert config["architectures"] == ["SmolLM3ForCausalLM"]
-    with torch.device("meta"):
-        theirs = transformers.AutoModelForCausalLM.from_config(
-            transformers.AutoConfig.for_model(**config))
+    counted, theirs_count, theirs = meta_param_counts(spec)
     assert theirs.config.no_rope_layers == [int((i + 1) % 4 != 0) for i in range(36)]
-    ours = build_model(spec, device="meta")
-    counted = sum(p.numel() for p in ours.parameters())
-    assert counted == sum(p.numel() for p in theirs.parameters()) == count_params(spec).total
+    assert counted == theirs_count == count_params(spec).total
     assert counted == 3_075_098_624
