@@ -1,6 +1,9 @@
 """Mixture of experts: a router d -> n_experts (no bias), n_experts routed SwiGLU experts of
 d_expert, top_k per token, and the shared experts as ONE SwiGLU of n_shared_experts*d_expert.
 
+DeepSeek-V3's e_score_correction_bias (n_experts numbers per MoE layer, selection only) is a
+buffer in transformers, not a parameter, so it is not counted here (it is in the checkpoint).
+
 A token uses the router, top_k routed experts and the shared ones (the `active` count).
 Its activations: gate and up of every expert a token visits, plus the router's logits.
 """
@@ -29,19 +32,21 @@ def _shared(f) -> str:
 def describe(f, d: int) -> str:
     r = f.routing
     routing = r.method + (f" ({r.topk_group} of {r.n_group} groups)"
-                          if r.method == "group_limited_greedy" else "")
+                          if r.method != "greedy" else "")
+    routing += ", sigmoid" if r.scoring == "sigmoid" else ""
     return (f"MoE: {f.n_experts} experts, top-{f.top_k}{_shared(f)}, each SwiGLU "
             f"{d}->{f.d_expert}->{d}; router {routing}")
 
 
 def draw(g, spec, f):
     d, r = commas(spec.d_model), f.routing
-    limited = r.method == "group_limited_greedy"
-    groups = f", best {r.topk_group} of {r.n_group} groups" if limited else ""
-    router = g.node("router", f"router<br/>{d} → {f.n_experts}, softmax, top-{f.top_k}{groups}")
+    groups = f", best {r.topk_group} of {r.n_group} groups" if r.method != "greedy" else ""
+    bias = " (+ bias to choose)" if r.correction_bias else ""
+    router = g.node("router", f"router<br/>{d} → {f.n_experts}, {r.scoring}{bias}, "
+                              f"top-{f.top_k}{groups}")
     experts = g.node("experts", f"{f.n_experts} routed experts, {f.top_k} per token<br/>"
                                 f"each SwiGLU {d} → {commas(f.d_expert)} → {d}")
-    weights = "weights renormalised" if r.normalize else "softmax weights"
+    weights = "weights renormalised" if r.normalize else f"{r.scoring} weights"
     scale = f" × {num(r.scaling_factor)}" if r.scaling_factor != 1 else ""
     combine = g.circle("combine", f"Σ gᵢ·Eᵢ(x){scale}")
     g.edge(router, experts, f"top-{f.top_k} ids")

@@ -7,6 +7,9 @@ One component covers DeepSeekMoE, Mixtral and GraniteMoe; only the spec's settin
 - routing.normalize: divide the chosen weights by their sum (Mixtral, GraniteMoe). That is
   exactly softmax over the chosen logits, which is how GraniteMoe writes it (top-k first,
   softmax after): the softmax is monotonic, so both pick the same experts and weights;
+- noaux_tc (DeepSeek-V3, scoring sigmoid): experts are chosen by score + e_score_correction_bias
+  (a buffer, not a parameter), groups scored by the sum of their best two; the weights are the
+  chosen experts' unbiased scores;
 - routing.scaling_factor multiplies the weights (DeepSeek's routed_scaling_factor), after any
   normalisation;
 - out = sum_k weight_k * expert_k(x) + shared_experts(x).
@@ -38,16 +41,36 @@ class Router(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(n_experts, d_model))
         self.top_k, self.routing = top_k, routing
+        if routing.correction_bias:  # a buffer, as transformers' DeepseekV3TopkRouter holds it
+            self.register_buffer("e_score_correction_bias", torch.zeros(n_experts))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x [N, d] -> (weights [N, top_k] in fp32, expert indices [N, top_k])."""
-        scores = F.linear(x.float(), self.weight.float()).softmax(dim=-1)
+        logits = F.linear(x.float(), self.weight.float())
         r = self.routing
+        scores = logits.sigmoid() if r.scoring == "sigmoid" else logits.softmax(dim=-1)
+        if r.method == "noaux_tc":
+            return self._noaux_tc(scores)
         if r.method == "group_limited_greedy":
             scores = _keep_best_groups(scores, r.n_group, r.topk_group)
         weights, index = scores.topk(self.top_k, dim=-1)
         if r.normalize:
             weights = weights / weights.sum(dim=-1, keepdim=True)
+        return weights * r.scaling_factor, index
+
+    def _noaux_tc(self, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """DeepSeek-V3: choose by scores + bias (a group's score: the sum of its best two),
+        weigh by the unbiased scores of the chosen experts."""
+        r, (n, e) = self.routing, scores.shape
+        choice = (scores + self.e_score_correction_bias).view(n, r.n_group, e // r.n_group)
+        best = choice.topk(2, dim=-1).values.sum(dim=-1).topk(r.topk_group, dim=-1).indices
+        keep = torch.zeros(n, r.n_group, dtype=torch.bool, device=scores.device)
+        keep.scatter_(1, best, True)
+        choice = choice.masked_fill(~keep[..., None], float("-inf")).view(n, e)
+        index = choice.topk(self.top_k, dim=-1).indices
+        weights = scores.gather(1, index)
+        if r.normalize:  # transformers' 1e-20 guards a sum of sigmoids that underflowed
+            weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
         return weights * r.scaling_factor, index
 
 

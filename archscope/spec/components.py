@@ -19,7 +19,8 @@ ScalingKind = Literal["llama3", "yarn", "linear"]
 AttentionKind = Literal["gqa", "mla"]
 FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
 Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2"]
-RouterMethod = Literal["greedy", "group_limited_greedy"]
+RouterMethod = Literal["greedy", "group_limited_greedy", "noaux_tc"]
+RouterScoring = Literal["softmax", "sigmoid"]
 # pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
 # output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm
 NormPosition = Literal["pre", "post", "output"]
@@ -195,19 +196,25 @@ class AttentionSpec:
 
 @dataclass(frozen=True)
 class RouterSpec:
-    """How a MoE layer picks experts: softmax scores, then top-k (optionally group-limited)."""
+    """How a MoE layer picks experts: softmax or sigmoid scores, then top-k (optionally
+    group-limited; DeepSeek-V3's noaux_tc adds a per-expert bias used for selection only)."""
 
     method: RouterMethod = "greedy"
-    n_group: int | None = None  # group_limited_greedy: experts split into n_group groups
+    n_group: int | None = None  # group-limited methods: experts split into n_group groups
     topk_group: int | None = None  # ... of which the best topk_group groups are eligible
     normalize: bool = True  # renormalise the chosen top-k weights to sum to 1
     scaling_factor: float = 1.0  # DeepSeek's routed_scaling_factor
+    scoring: RouterScoring = "softmax"  # DeepSeek's scoring_func
+    correction_bias: bool = False  # DeepSeek-V3's e_score_correction_bias (choice only; a buffer)
 
     def validate(self) -> None:
         positive(self, "n_group", "topk_group", "scaling_factor")
-        if self.method == "group_limited_greedy":
+        require(self.method != "noaux_tc" or self.correction_bias, "correction_bias",
+                "noaux_tc chooses experts by the scores plus a correction bias: set "
+                "correction_bias: true")
+        if self.method in ("group_limited_greedy", "noaux_tc"):
             require(self.n_group is not None and self.topk_group is not None, "method",
-                    "group_limited_greedy needs n_group and topk_group")
+                    f"{self.method} needs n_group and topk_group")
             require(self.topk_group <= self.n_group, "topk_group",
                     f"topk_group ({self.topk_group}) cannot exceed n_group ({self.n_group})")
 
@@ -268,11 +275,14 @@ class FFNSpec:
                     "not used by a moe layer (d_expert sizes its experts; a dense layer sets its "
                     "own d_ff under `layers`)")
             r = self.router
-            if r is not None and r.method == "group_limited_greedy":
+            if r is not None and r.method in ("group_limited_greedy", "noaux_tc"):
                 require(self.n_experts % r.n_group == 0, "router.n_group",
                         f"n_experts ({self.n_experts}) must divide into n_group ({r.n_group}) groups")
                 require(self.top_k <= r.topk_group * (self.n_experts // r.n_group), "top_k",
                         "exceeds the experts in the eligible groups")
+                # noaux_tc scores a group by the sum of its best two experts
+                require(r.method != "noaux_tc" or self.n_experts // r.n_group >= 2,
+                        "router.n_group", "noaux_tc needs at least 2 experts per group")
         else:
             require(self.d_ff is not None, "d_ff", f"required when kind is '{self.kind}'")
             absent_unless(self, "kind", "moe", *self.MOE_KEYS)

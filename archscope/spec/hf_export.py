@@ -31,6 +31,8 @@ def _family(s: ModelSpec) -> str:
     mla = any(layer.attention.kind == "mla" for layer in s.plan)
     if s.position.kind == "learned" and s.norm.kind == "layernorm" and s.ffn.kind == "mlp":
         return "gpt2"  # GPT-3 too: transformers has no GPT-3 class
+    if any(f.routing.method == "noaux_tc" or f.routing.scoring == "sigmoid" for f in moe):
+        return "deepseek_v3"  # only DeepseekV3's router scores by sigmoid (noaux_tc)
     if mla or any(f.shared_experts for f in moe):
         return "deepseek_v2"
     if any(layer.attention.fused_qkv or layer.ffn.fused_gate_up for layer in s.plan):
@@ -181,6 +183,30 @@ def _to_deepseek_v2(s: ModelSpec) -> dict:
             "norm_topk_prob": r.normalize, "routed_scaling_factor": r.scaling_factor}
 
 
+def _to_deepseek_v3(s: ModelSpec) -> dict:
+    """DeepSeek-V2's keys less those DeepseekV3 has no use for (it always routes noaux_tc with
+    sigmoid scores and reads no mlp_bias); an unrepresentable spec is named by the read-back."""
+    moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
+    first, r = s.plan[0].ffn, (moe.routing if moe else None)
+    out = {**_to_deepseek_v2(_without_normalize(s)), "rope_interleave": True}
+    for key in ("mlp_bias", "topk_method"):
+        out.pop(key, None)
+    if moe is not None:
+        out.update({"norm_topk_prob": r.normalize, "scoring_func": "sigmoid",
+                    "topk_method": "noaux_tc"})
+    out["hidden_act"] = _HF_ACT[(moe or first).activation]
+    return out
+
+
+def _without_normalize(s: ModelSpec) -> ModelSpec:
+    """`s` with normalize off (V2's writer refuses it; V3 honours it), else unchanged."""
+    if not any(layer.is_moe and layer.ffn.routing.normalize for layer in s.plan):
+        return s
+    import dataclasses
+    router = dataclasses.replace(s.ffn.routing, normalize=False)
+    return dataclasses.replace(s, ffn=dataclasses.replace(s.ffn, router=router))
+
+
 def _to_gpt2(s: ModelSpec) -> dict:
     return {"vocab_size": s.vocab_size, "n_embd": s.d_model, "n_layer": s.n_layers,
             "n_head": s.attention.n_heads, "n_positions": s.max_seq_len, "n_inner": s.ffn.d_ff,
@@ -201,6 +227,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "granite": ("GraniteForCausalLM", _to_granite),
     "granitemoe": ("GraniteMoeForCausalLM", _to_granitemoe),
     "deepseek_v2": ("DeepseekV2ForCausalLM", _to_deepseek_v2),
+    "deepseek_v3": ("DeepseekV3ForCausalLM", _to_deepseek_v3),
     "gpt2": ("GPT2LMHeadModel", _to_gpt2),
 }
 assert WRITERS.keys() == READERS.keys(), "every model type is both read and written"

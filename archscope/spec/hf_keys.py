@@ -263,6 +263,12 @@ SPEC_TO_HF = {
 }
 
 
+SPEC_TO_HF["deepseek_v3"] = {**SPEC_TO_HF["deepseek_v2"], "ffn.bias": "mlp_bias",
+                              "ffn.router.method": "topk_method",
+                              "ffn.router.scoring": "scoring_func",
+                              "ffn.router.correction_bias": "topk_method"}
+
+
 def hf_key(spec_key: str | None, model_type: str, rope: str) -> str | None:
     """The config.json key a spec key was read from, if the table knows it."""
     if not spec_key:

@@ -150,7 +150,30 @@ def _deepseek_moe(c: Keys) -> dict:  # routed experts + always-on shared experts
             "n_shared_experts": c.size("n_shared_experts", least=0), "router": router}
 
 
-def _deepseek_v2(c: Keys) -> dict:  # Llama's skeleton + MLA + MoE after some dense layers
+def _deepseek_v3_moe(c: Keys) -> dict:  # V2's experts, a sigmoid noaux_tc router
+    # DeepseekV3TopkRouter always routes this way; DeepSeek's own keys may only agree
+    c.text("topk_method", ("noaux_tc",), null=True, noun="routing method")
+    c.text("scoring_func", ("sigmoid",), null=True, noun="scoring function")
+    router = {"method": "noaux_tc", "scoring": "sigmoid", "correction_bias": True,
+              "normalize": bool(c.flag("norm_topk_prob", null=True)),
+              "scaling_factor": c.number("routed_scaling_factor"),
+              "n_group": c.size("n_group"), "topk_group": c.size("topk_group")}
+    return {**_moe(c, experts="n_routed_experts"), "d_expert": c.size("moe_intermediate_size"),
+            "n_shared_experts": c.size("n_shared_experts", least=0), "router": router}
+
+
+def _deepseek_v3(c: Keys) -> dict:  # DeepSeek-V2 with V3's router, no mlp_bias, every layer
+    # from first_k_dense_replace on MoE (DeepseekV3 reads no moe_layer_freq)
+    if c.size("moe_layer_freq", fallback=1) != 1:
+        raise c.error("moe_layer_freq", "transformers' DeepseekV3 makes every layer from "
+                                        "first_k_dense_replace on MoE: only 1 is modelled")
+    if c.flag("rope_interleave", fallback=True) is not True:
+        raise c.error("rope_interleave", "archscope's MLA rotates interleaved pairs only")
+    return _deepseek_v2(c, moe=_deepseek_v3_moe, mlp_bias=False)
+
+
+def _deepseek_v2(c: Keys, moe=_deepseek_moe, mlp_bias: bool | None = None) -> dict:
+    # Llama's skeleton + MLA + MoE after some dense layers
     base = _base(c)
     heads = c.size("num_attention_heads")
     _divides(c, "hidden_size", "num_attention_heads", base["d_model"], heads)
@@ -167,10 +190,11 @@ def _deepseek_v2(c: Keys) -> dict:  # Llama's skeleton + MLA + MoE after some de
     n = base["n_layers"]
     dense = [i for i in range(n) if not (i >= k and i % freq == 0)]
     mlp = {"kind": "swiglu", "d_ff": c.size("intermediate_size"), "activation": _act(c),
-           **({"bias": True} if c.flag("mlp_bias") else {})} if dense else None
+           **({"bias": True} if (c.flag("mlp_bias") if mlp_bias is None else mlp_bias)
+              else {})} if dense else None
     if len(dense) == n:
         return {**out, "ffn": mlp}
-    out["ffn"] = _deepseek_moe(c)
+    out["ffn"] = moe(c)
     if dense:
         out["layers"] = [{"select": _select(dense), "ffn": mlp}]
     return out
@@ -204,5 +228,6 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "granite": _granite,
     "granitemoe": _granitemoe,
     "deepseek_v2": _deepseek_v2,
+    "deepseek_v3": _deepseek_v3,
     "gpt2": _gpt2,
 }

@@ -19,7 +19,8 @@ from archscope.errors import SpecError, quote
 from archscope.spec.checks import positive, require
 from archscope.spec.components import (Activation, AttentionKind, AttentionSpec, FFNKind, FFNSpec,
                                        NormKind, NormPosition, NormSpec, PositionKind,
-                                       PositionSpec, QKNorm, RouterMethod, RouterSpec,
+                                       PositionSpec, QKNorm, RouterMethod, RouterScoring,
+                                       RouterSpec,
                                        ScalingKind, ScalingSpec)
 from archscope.spec.limits import LAYER_PICKS_MAX
 from archscope.spec.limits import WHERE as LIMITS
@@ -27,7 +28,7 @@ from archscope.spec.limits import WHERE as LIMITS
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "RouterSpec", "FFNSpec",
            "NormKind", "NormPosition", "QKNorm", "PositionKind", "ScalingKind", "AttentionKind",
-           "FFNKind", "Activation", "RouterMethod"]
+           "FFNKind", "Activation", "RouterMethod", "RouterScoring"]
 
 
 @dataclass(frozen=True)

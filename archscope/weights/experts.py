@@ -33,6 +33,7 @@ PER_EXPERT = {
                     ("model.layers.{i}.mlp.experts.{j}.up_proj.weight", _GATE_UP, 1, 2),
                     ("model.layers.{i}.mlp.experts.{j}.down_proj.weight", _DOWN, 0, 1)],
 }
+PER_EXPERT["deepseek_v3"] = PER_EXPERT["deepseek_v2"]  # DeepSeek-V3 as published: the same
 PER_EXPERT["qwen3_moe"] = PER_EXPERT["deepseek_v2"]  # Qwen3-MoE as published: the same names
 RENAMED = {"mixtral": [("model.layers.{i}.block_sparse_moe.gate.weight",
                         "model.layers.{i}.mlp.gate.weight")]}

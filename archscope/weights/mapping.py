@@ -105,6 +105,10 @@ DEEPSEEK_V2 = tuple(r for r in LLAMA if ".self_attn." not in r.hf) + MOE + _rule
       for proj in ("gate_proj", "up_proj", "down_proj")],
 )
 
+# DeepSeek-V3 = DeepSeek-V2 + the router's selection bias (a buffer, in the checkpoint too)
+DEEPSEEK_V3 = DEEPSEEK_V2 + _rules(("model.layers.{i}.mlp.gate.e_score_correction_bias",
+                                    "layers.{i}.mlp.gate.e_score_correction_bias"))
+
 # Qwen3 = Llama + per-head q_norm/k_norm; OLMo 2 = Llama + full-width q_norm/k_norm, and its
 # norms on each sublayer's output: post_attention_layernorm (the name Llama uses for the FFN's
 # input norm) and post_feedforward_layernorm, with no input_layernorm.
@@ -131,6 +135,7 @@ TABLES: dict[str, tuple[Rule, ...]] = {
     "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3, "qwen3_moe": QWEN3_MOE,
     "smollm3": LLAMA,  # SmolLM3 = Llama's names; NoPE changes no weight
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
+    "deepseek_v3": DEEPSEEK_V3,
 }
 
 

@@ -1,0 +1,186 @@
+"""DeepSeek-V3 (DeepSeek-V2's MLA, shared experts and dense first layers + a sigmoid noaux_tc
+router with a selection-only correction bias) against transformers' DeepseekV3ForCausalLM:
+logits of a tiny config built both ways with the same weights and a random correction bias
+(prefill and cached decoding, fp32), parameters of the full-size preset on the meta device
+(total and active), FLOPs under FlopCounterMode and cache bytes after a real prefill.
+"""
+
+import copy
+
+import pytest
+import torch
+
+from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
+from archscope.nn import build_model
+from archscope.nn.moe import MoE, Router
+from archscope.spec import load_spec
+from parity import (decode_stepwise, held_cache_bytes, hf_eager_prefill_flops, hf_model,
+                    load_same_weights, max_diff, meta_param_counts, tiny_spec)
+
+TOL = 1e-4
+T, PREFILL = 20, 6  # 14 cached decode steps after the prefill
+_YARN = {"kind": "yarn", "factor": 4.0, "original_max_seq_len": 32, "beta_fast": 32.0,
+         "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0}
+
+
+def _spec(normalize: bool = True):
+    """3 layers, the first dense (first_k_dense_replace 1); 16 experts in 4 groups, 2 eligible."""
+    return tiny_spec(
+        n_layers=3, max_seq_len=128, norm=dict(kind="rmsnorm", eps=1e-6),
+        position=dict(kind="rope", theta=10000.0, scaling=_YARN),
+        attention=dict(kind="mla", n_heads=4, q_lora_rank=24, kv_lora_rank=32,
+                       qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=12),
+        ffn=dict(kind="moe", n_experts=16, top_k=4, d_expert=32, n_shared_experts=1,
+                 router=dict(method="noaux_tc", scoring="sigmoid", correction_bias=True,
+                             n_group=4, topk_group=2, normalize=normalize,
+                             scaling_factor=2.5)),
+        layers=[dict(select="0:1", ffn=dict(kind="swiglu", d_ff=96))])
+
+
+def _biased_twins(spec, seed=0):
+    """transformers' model with random weights AND a random correction bias (a buffer, which
+    parity.hf_model leaves at zero), and archscope's with the same state."""
+    hf, model_type = hf_model(spec, seed)
+    generator = torch.Generator().manual_seed(seed + 7)
+    with torch.no_grad():
+        for name, b in hf.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(0.5 * torch.randn(b.shape, generator=generator))
+    return hf, load_same_weights(spec, hf, model_type)
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["normalize", "plain"])
+def family(request):
+    spec = _spec(request.param)
+    hf, ours = _biased_twins(spec)
+    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        reference = hf(ids).logits
+    return spec, hf, ours, ids, reference
+
+
+def test_transformers_builds_the_family_class(family):
+    spec, hf, ours, _, _ = family
+    assert type(hf).__name__ == "DeepseekV3ForCausalLM"
+    assert [type(layer.mlp).__name__ for layer in hf.model.layers] == [
+        "DeepseekV3MLP", "DeepseekV3MoE", "DeepseekV3MoE"]
+    assert hf.config.norm_topk_prob == spec.ffn.routing.normalize
+    bias = hf.model.layers[1].mlp.gate.e_score_correction_bias
+    assert bias.abs().max() > 0.1  # the random bias is really there...
+    assert torch.equal(ours.layers[1].mlp.gate.e_score_correction_bias, bias)  # ...and loaded
+
+
+def test_prefill_logits_match(family):
+    _, _, ours, ids, reference = family
+    assert reference.abs().max() > 1.0  # not vacuous
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) < TOL
+
+
+def test_cached_decoding_matches(family):
+    _, _, ours, ids, reference = family
+    assert max_diff(decode_stepwise(ours, ids, prefill=PREFILL), reference) < TOL
+
+
+def _picks(model, ids):
+    picks = []
+    hooks = [m.register_forward_hook(lambda m, a, out: picks.append(out[1]))
+             for m in model.modules() if isinstance(m, Router)]
+    with torch.no_grad():
+        model(ids)
+    for h in hooks:
+        h.remove()
+    return picks
+
+
+def _unbiased(ours):
+    """A copy of `ours` whose selection ignores the correction bias (zeroed)."""
+    other = copy.deepcopy(ours)
+    for name, b in other.named_buffers():
+        if name.endswith("e_score_correction_bias"):
+            b.zero_()
+    return other
+
+
+def test_routing_varies_and_the_bias_changes_it(family):
+    _, _, ours, ids, _ = family
+    picks, plain = _picks(ours, ids), _picks(_unbiased(ours), ids)
+    assert len(picks) == 2  # layers 1 and 2
+    assert all(len({tuple(sorted(row.tolist())) for row in index}) > 3 for index in picks)
+    changed = sum(int((a.sort().values != b.sort().values).any(-1).sum())
+                  for a, b in zip(picks, plain))
+    assert changed > 10  # the bias moves many tokens' choices
+
+
+def test_ignoring_the_bias_in_selection_breaks_parity(family):
+    """The same weights with the correction bias left out of the choice: far off, so the
+    parity tests exercise the bias."""
+    _, _, ours, ids, reference = family
+    with torch.no_grad():
+        assert max_diff(_unbiased(ours)(ids), reference) > 1e-3
+
+
+def test_the_other_normalisation_breaks_parity(family):
+    spec, hf, _, ids, reference = family
+    other = load_same_weights(_spec(not spec.ffn.routing.normalize), hf, "deepseek_v3")
+    with torch.no_grad():
+        assert max_diff(other(ids), reference) > 1e-3
+
+
+def test_prefill_flops_match_transformers_exactly(family):
+    """DeepseekV3Experts' eager loop (one F.linear per expert hit) is countable, as in
+    Qwen3-MoE; the estimate counts the router, top_k routed and the shared experts per token."""
+    spec, _, _, _, _ = family
+    assert prefill_flops(spec, 10, batch=2, attention="full").total == \
+        hf_eager_prefill_flops(spec, experts_implementation="eager")
+
+
+def test_cache_after_a_real_prefill_holds_the_estimate(family):
+    spec, _, ours, ids, _ = family
+    assert held_cache_bytes(ours, ids, 2 * T) == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
+
+
+def _active_from_modules(model) -> int:
+    """All parameters, less each MoE layer's unused experts: of its fused expert tensors
+    (n_experts copies), a token uses top_k. Buffers (the correction bias) are not parameters."""
+    total = sum(p.numel() for p in model.parameters())
+    for m in model.modules():
+        if isinstance(m, MoE):
+            experts = sum(p.numel() for p in m.experts.parameters())
+            n = m.experts.gate_up_proj.shape[0]
+            total -= experts // n * (n - m.gate.top_k)
+    return total
+
+
+def test_tiny_active_params_equal_the_built_modules(family):
+    spec, _, ours, _, _ = family
+    assert count_params(spec).active == _active_from_modules(ours)
+
+
+def test_preset_params_on_meta_equal_transformers_and_the_estimate():
+    spec = load_spec("deepseek-v3")
+    ours_count, theirs_count, theirs = meta_param_counts(spec)
+    assert type(theirs).__name__ == "DeepseekV3ForCausalLM"
+    assert len(theirs.model.layers) == 61  # no MTP layer built (num_nextn_predict_layers 1)
+    p = count_params(spec)
+    assert ours_count == theirs_count == p.total == 671_026_404_352
+    # the correction bias is a buffer on both sides: 58 MoE layers x 256, not a parameter
+    buffers = [b for n, b in theirs.named_buffers() if n.endswith("e_score_correction_bias")]
+    assert sum(b.numel() for b in buffers) == 58 * 256
+    ours = build_model(spec, device="meta")
+    assert p.active == _active_from_modules(ours) == 37_552_282_624
+    # the paper: "671B total parameters with 37B activated for each token"
+    assert round(p.total / 1e9) == 671 and 37e9 <= p.active < 38e9
+
+
+def test_weight_table_round_trips_with_the_correction_bias(family):
+    """archscope's state (parameters and the bias buffer) written back under transformers'
+    names is transformers' state_dict, tensor for tensor."""
+    from archscope.weights import ours_to_hf, table_for
+
+    _, hf, ours, _, _ = family
+    theirs = hf.state_dict()
+    back = ours_to_hf(table_for("deepseek_v3"), ours.state_dict())
+    assert "model.layers.1.mlp.gate.e_score_correction_bias" in back
+    assert set(back) == set(theirs)
+    assert all(torch.equal(back[k], theirs[k]) for k in theirs)
