@@ -184,3 +184,15 @@ def test_weight_table_round_trips_with_the_correction_bias(family):
     assert "model.layers.1.mlp.gate.e_score_correction_bias" in back
     assert set(back) == set(theirs)
     assert all(torch.equal(back[k], theirs[k]) for k in theirs)
+
+
+def test_kimi_k2_is_deepseek_v3_with_its_own_sizes():
+    """Kimi K2 builds as transformers' DeepseekV3ForCausalLM (its config names that class):
+    the counts agree exactly, and match the card's "1 trillion total / 32 billion activated"."""
+    spec = load_spec("kimi-k2")
+    counted, theirs_count, _ = meta_param_counts(spec)
+    p = count_params(spec)
+    assert counted == theirs_count == p.total == 1_026_408_209_408
+    assert p.active == 32_861_477_888
+    # the card's "1 trillion" and "32 billion" are the counts cut, not rounded (32.86B)
+    assert round(p.total / 1e12) == 1 and 32e9 <= p.active < 33e9
