@@ -1,4 +1,4 @@
-"""HF config.json <-> spec, for thirteen transformers model types, each written as its difference
+"""HF config.json <-> spec, for fourteen transformers model types, each written as its difference
 from Llama in both directions.
 
 Import (`hf_import`) reads the JSON as data (no code, no network); a key the file lacks takes
