@@ -106,3 +106,17 @@ def meta_param_counts(spec: ModelSpec) -> tuple[int, int, object]:
     ours = build_model(spec, device="meta")
     return (sum(p.numel() for p in ours.parameters()),
             sum(p.numel() for p in theirs.parameters()), theirs)
+
+
+def active_params_from_modules(model) -> int:
+    """All parameters, less each MoE layer's unused experts: of its fused expert tensors
+    (n_experts copies), a token uses top_k. Buffers (a correction bias) are not parameters."""
+    from archscope.nn.moe import MoE
+
+    total = sum(p.numel() for p in model.parameters())
+    for m in model.modules():
+        if isinstance(m, MoE):
+            experts = sum(p.numel() for p in m.experts.parameters())
+            n = m.experts.gate_up_proj.shape[0]
+            total -= experts // n * (n - m.gate.top_k)
+    return total

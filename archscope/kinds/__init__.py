@@ -19,18 +19,8 @@ from archscope.kinds.registry import ATTENTION, FFN, attention_kind, ffn_kind, r
 
 _ENTRY_MODULES = ("gqa", "mla", "mlp", "swiglu", "geglu", "relu2", "moe")
 
-
-def kind_of(component) -> AttentionKind | FFNKind:
-    """The entry for an AttentionSpec or FFNSpec (by its type and its `kind`)."""
-    from archscope.spec.schema import AttentionSpec
-
-    if isinstance(component, AttentionSpec):
-        return attention_kind(component.kind)
-    return ffn_kind(component.kind)
-
-
 for _name in _ENTRY_MODULES:
     importlib.import_module(f"archscope.kinds.{_name}")
 
 __all__ = ["ATTENTION", "FFN", "AttentionKind", "FFNKind", "attention_kind", "ffn_kind",
-           "kind_of", "register"]
+           "register"]

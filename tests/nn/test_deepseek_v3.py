@@ -12,10 +12,11 @@ import torch
 
 from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
 from archscope.nn import build_model
-from archscope.nn.moe import MoE, Router
+from archscope.nn.moe import Router
 from archscope.spec import load_spec
-from parity import (decode_stepwise, held_cache_bytes, hf_eager_prefill_flops, hf_model,
-                    load_same_weights, max_diff, meta_param_counts, tiny_spec)
+from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
+                    hf_eager_prefill_flops, hf_model, load_same_weights, max_diff,
+                    meta_param_counts, tiny_spec)
 
 TOL = 1e-4
 T, PREFILL = 20, 6  # 14 cached decode steps after the prefill
@@ -140,21 +141,9 @@ def test_cache_after_a_real_prefill_holds_the_estimate(family):
     assert held_cache_bytes(ours, ids, 2 * T) == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
 
 
-def _active_from_modules(model) -> int:
-    """All parameters, less each MoE layer's unused experts: of its fused expert tensors
-    (n_experts copies), a token uses top_k. Buffers (the correction bias) are not parameters."""
-    total = sum(p.numel() for p in model.parameters())
-    for m in model.modules():
-        if isinstance(m, MoE):
-            experts = sum(p.numel() for p in m.experts.parameters())
-            n = m.experts.gate_up_proj.shape[0]
-            total -= experts // n * (n - m.gate.top_k)
-    return total
-
-
 def test_tiny_active_params_equal_the_built_modules(family):
     spec, _, ours, _, _ = family
-    assert count_params(spec).active == _active_from_modules(ours)
+    assert count_params(spec).active == active_params_from_modules(ours)
 
 
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
@@ -168,7 +157,7 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate():
     buffers = [b for n, b in theirs.named_buffers() if n.endswith("e_score_correction_bias")]
     assert sum(b.numel() for b in buffers) == 58 * 256
     ours = build_model(spec, device="meta")
-    assert p.active == _active_from_modules(ours) == 37_552_282_624
+    assert p.active == active_params_from_modules(ours) == 37_552_282_624
     # the paper: "671B total parameters with 37B activated for each token"
     assert round(p.total / 1e9) == 671 and 37e9 <= p.active < 38e9
 

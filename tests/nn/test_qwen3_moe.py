@@ -11,12 +11,12 @@ import transformers
 
 from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
 from archscope.nn import build_model
-from archscope.nn.moe import MoE, Router
+from archscope.nn.moe import Router
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import hf_to_ours, table_for
-from parity import (decode_stepwise, held_cache_bytes, hf_eager_prefill_flops, max_diff,
-                    tiny_spec, twins)
+from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
+                    hf_eager_prefill_flops, max_diff, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 20, 5  # 15 cached decode steps after the prefill
@@ -102,21 +102,9 @@ def test_cache_after_a_real_prefill_holds_the_estimate(family):
     assert held_cache_bytes(ours, ids, 2 * T) == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
 
 
-def _active_from_modules(model) -> int:
-    """All parameters, less each MoE layer's unused experts: of its fused expert tensors
-    (n_experts copies), a token uses top_k."""
-    total = sum(p.numel() for p in model.parameters())
-    for m in model.modules():
-        if isinstance(m, MoE):
-            experts = sum(p.numel() for p in m.experts.parameters())
-            n = m.experts.gate_up_proj.shape[0]
-            total -= experts // n * (n - m.gate.top_k)
-    return total
-
-
 def test_tiny_active_params_equal_the_built_modules(family):
     spec, _, ours, _, _ = family
-    assert count_params(spec).active == _active_from_modules(ours)
+    assert count_params(spec).active == active_params_from_modules(ours)
 
 
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
@@ -130,6 +118,6 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate():
     p = count_params(spec)
     counted = sum(x.numel() for x in ours.parameters())
     assert counted == sum(x.numel() for x in theirs.parameters()) == p.total == 30_532_122_624
-    assert p.active == _active_from_modules(ours) == 3_353_032_704
+    assert p.active == active_params_from_modules(ours) == 3_353_032_704
     # the card: "30.5B in total and 3.3B activated" (3.35B, cut rather than rounded)
     assert round(p.total / 1e9, 1) == 30.5 and 3.3e9 <= p.active < 3.4e9

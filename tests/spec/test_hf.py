@@ -15,6 +15,7 @@ from archscope.errors import SpecError
 from archscope.spec import load_spec, preset_names
 from archscope.spec.fields import to_mapping
 from archscope.spec.hf import mapping_from_hf_config, spec_to_hf_config, write_hf_config
+from hf_configs import write_config
 
 TINY_LLAMA = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
                   num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=4096,
@@ -25,12 +26,6 @@ LLAMA3 = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
 
 def hf_dict(model_type, **kwargs):
     return AutoConfig.for_model(model_type, **kwargs).to_dict()
-
-
-def write(folder, config):
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
 
 
 def shape(spec, drop=("extends",)):
@@ -76,7 +71,7 @@ def test_llama_rope_layouts_give_the_same_spec(tmp_path):
     layouts = {"current": current,
                "type": {**older, "rope_scaling": {"type": "llama3", **LLAMA3}},
                "rope_type": {**older, "rope_scaling": {"rope_type": "llama3", **LLAMA3}}}
-    specs = [load_spec(write(tmp_path / name, cfg)) for name, cfg in layouts.items()]
+    specs = [load_spec(write_config(tmp_path / name, cfg)) for name, cfg in layouts.items()]
     first = shape(specs[0], drop=("name", "source"))
     assert all(shape(s, drop=("name", "source")) == first for s in specs)
     spec = specs[0]
@@ -93,7 +88,7 @@ def test_older_linear_scaling_with_type(tmp_path):
     config = hf_dict("llama", **TINY_LLAMA)
     del config["rope_parameters"]
     config.update(rope_theta=10000.0, rope_scaling={"type": "linear", "factor": 4.0})
-    spec = load_spec(write(tmp_path / "m", config))
+    spec = load_spec(write_config(tmp_path / "m", config))
     assert to_mapping(spec.position.scaling) == {"kind": "linear", "factor": 4.0}
 
 
@@ -107,7 +102,7 @@ DEEPSEEK = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, moe_int
 
 
 def test_deepseek_v2_config(tmp_path):
-    spec = load_spec(write(tmp_path / "ds", hf_dict("deepseek_v2", **DEEPSEEK)))
+    spec = load_spec(write_config(tmp_path / "ds", hf_dict("deepseek_v2", **DEEPSEEK)))
     a, f = spec.attention, spec.ffn
     assert (a.kind, a.n_heads, a.q_lora_rank, a.kv_lora_rank) == ("mla", 8, None, 64)
     assert (a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim) == (32, 16, 32)
@@ -127,7 +122,7 @@ def test_deepseek_v2_config(tmp_path):
 def test_deepseek_moe_layer_freq_is_honoured_on_import_and_refused_on_export(tmp_path):
     config = hf_dict("deepseek_v2", **{**DEEPSEEK, "num_hidden_layers": 6})
     config["moe_layer_freq"] = 2  # DeepSeek's own key; transformers' class does not read it
-    spec = load_spec(write(tmp_path / "ds", config))
+    spec = load_spec(write_config(tmp_path / "ds", config))
     assert [layer.is_moe for layer in spec.plan] == [False, False, True, False, True, False]
     with pytest.raises(SpecError) as err:  # transformers' DeepseekV2 ignores moe_layer_freq
         spec_to_hf_config(spec)
@@ -137,7 +132,7 @@ def test_deepseek_moe_layer_freq_is_honoured_on_import_and_refused_on_export(tmp
 def test_qwen2_qkv_bias_and_sliding_layers(tmp_path):
     config = hf_dict("qwen2", **TINY_LLAMA, use_sliding_window=True, sliding_window=512,
                      max_window_layers=2)
-    spec = load_spec(write(tmp_path / "q", config))
+    spec = load_spec(write_config(tmp_path / "q", config))
     assert spec.attention.bias and spec.attention.out_bias is False
     assert not spec.ffn.bias
     assert [layer.window for layer in spec.plan] == [None, None, 512, 512]
@@ -149,9 +144,9 @@ def test_qwen2_layer_types_are_honoured(tmp_path):
     types = ["sliding_attention", "full_attention"] * 2
     config = hf_dict("qwen2", **TINY_LLAMA, use_sliding_window=True, sliding_window=512,
                      layer_types=types)
-    spec = load_spec(write(tmp_path / "q", config))
+    spec = load_spec(write_config(tmp_path / "q", config))
     assert [layer.window for layer in spec.plan] == [512, None, 512, None]
-    without = load_spec(write(tmp_path / "off", {**config, "use_sliding_window": False}))
+    without = load_spec(write_config(tmp_path / "off", {**config, "use_sliding_window": False}))
     assert all(layer.window is None for layer in without.plan)
 
 
@@ -159,26 +154,27 @@ def test_qwen2_layer_types_are_honoured(tmp_path):
                                         "granitemoe", "gpt2", "qwen3", "olmo2", "phi3",
                                         "qwen3_moe"])
 def test_default_config_of_each_type_imports_and_exports_to_the_same_type(model_type, tmp_path):
-    spec = load_spec(write(tmp_path / model_type, hf_dict(model_type)))
+    spec = load_spec(write_config(tmp_path / model_type, hf_dict(model_type)))
     assert spec_to_hf_config(spec)["model_type"] == model_type
 
 
 def test_gpt2_defaults(tmp_path):
-    spec = load_spec(write(tmp_path / "g", hf_dict("gpt2")))
+    spec = load_spec(write_config(tmp_path / "g", hf_dict("gpt2")))
     assert (spec.ffn.kind, spec.ffn.d_ff, spec.ffn.activation) == ("mlp", 3072, "gelu_tanh")
     assert spec.position.kind == "learned" and spec.norm.kind == "layernorm"
     assert spec.attention.bias and spec.attention.has_out_bias and spec.ffn.bias
 
 
 def test_missing_keys_take_transformers_defaults(tmp_path):
-    sparse = load_spec(write(tmp_path / "sparse", {"model_type": "mistral"}))
-    full = load_spec(write(tmp_path / "full", hf_dict("mistral")))
+    sparse = load_spec(write_config(tmp_path / "sparse", {"model_type": "mistral"}))
+    full = load_spec(write_config(tmp_path / "full", hf_dict("mistral")))
     assert shape(sparse, drop=("name", "source")) == shape(full, drop=("name", "source"))
     assert sparse.attention.window == 4096
 
 
 def test_missing_key_without_a_default_is_named(tmp_path):
-    folder = write(tmp_path / "ds", hf_dict("deepseek_v2"))  # num_experts_per_tok defaults to None
+    # num_experts_per_tok defaults to None
+    folder = write_config(tmp_path / "ds", hf_dict("deepseek_v2"))
     with pytest.raises(SpecError, match="num_experts_per_tok") as err:
         load_spec(folder)
     assert str(folder / "config.json") in str(err.value)
@@ -193,7 +189,7 @@ def test_complete_config_loads_without_torch(tmp_path):
 
 @pytest.mark.parametrize("config", [{"model_type": "bert"}, {"hidden_size": 8}])
 def test_unsupported_model_type_names_the_supported_ones(config, tmp_path):
-    folder = write(tmp_path / "m", config)
+    folder = write_config(tmp_path / "m", config)
     with pytest.raises(SpecError) as err:
         mapping_from_hf_config(folder)
     message = str(err.value)
@@ -275,7 +271,7 @@ DEEPSEEK_V2_LITE = {
 def test_published_deepseek_v2_lite_config_gives_the_preset(tmp_path):
     if "deepseek-v2-lite" not in preset_names():
         pytest.skip("preset deepseek-v2-lite not shipped")
-    spec = load_spec(write(tmp_path / "DeepSeek-V2-Lite", DEEPSEEK_V2_LITE))
+    spec = load_spec(write_config(tmp_path / "DeepSeek-V2-Lite", DEEPSEEK_V2_LITE))
     preset = load_spec("deepseek-v2-lite")
     assert shape(spec, drop=("name", "source")) == shape(preset, drop=("extends", "name", "source"))
 

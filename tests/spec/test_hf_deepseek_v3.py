@@ -3,15 +3,14 @@ spec with a sigmoid noaux_tc router exports to deepseek_v3 and round-trips throu
 transformers' own config class, and what DeepseekV3 cannot hold is named.
 """
 
-import json
 
 import pytest
 from transformers import AutoConfig
 
 from archscope.errors import SpecError
 from archscope.spec import load_spec
-from archscope.spec.fields import to_mapping
-from archscope.spec.hf import spec_to_hf_config, write_hf_config
+from archscope.spec.hf import spec_to_hf_config
+from hf_configs import network, through_transformers, write_config
 
 # config.json as published (sources in the preset's header and /tmp/notes/configs_2025.md)
 PUBLISHED = {
@@ -39,25 +38,8 @@ TINY = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_
             first_k_dense_replace=1, max_position_embeddings=4096)
 
 
-def network(spec) -> dict:
-    return {k: v for k, v in to_mapping(spec).items() if k not in ("name", "source", "extends")}
-
-
-def write(folder, config):
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
-def through_transformers(spec, tmp_path):
-    """Our config.json, loaded and saved by transformers, read back."""
-    write_hf_config(spec, tmp_path / "ours")
-    AutoConfig.from_pretrained(tmp_path / "ours").save_pretrained(tmp_path / "hf")
-    return load_spec(tmp_path / "hf")
-
-
 def test_published_config_gives_the_preset(tmp_path):
-    spec = load_spec(write(tmp_path / "d", PUBLISHED))
+    spec = load_spec(write_config(tmp_path / "d", PUBLISHED))
     assert network(spec) == network(load_spec("deepseek-v3"))
     assert [layer.index for layer in spec.plan if not layer.is_moe] == [0, 1, 2]
     r = spec.ffn.routing
@@ -76,7 +58,8 @@ def test_the_preset_exports_to_deepseek_v3_and_round_trips(tmp_path):
 
 
 def test_transformers_default_config_imports_and_round_trips(tmp_path):
-    spec = load_spec(write(tmp_path / "d", AutoConfig.for_model("deepseek_v3", **TINY).to_dict()))
+    config = AutoConfig.for_model("deepseek_v3", **TINY).to_dict()
+    spec = load_spec(write_config(tmp_path / "d", config))
     f = spec.ffn
     assert (spec.attention.kind, f.n_experts, f.top_k, f.shared_experts) == ("mla", 16, 4, 1)
     assert f.routing.normalize is True and f.routing.scaling_factor == 2.5  # class defaults
@@ -124,5 +107,5 @@ def test_the_spec_refuses_a_router_that_cannot_run(change, key):
 ])
 def test_bad_keys_are_named(key, value, named, tmp_path):
     with pytest.raises(SpecError) as err:
-        load_spec(write(tmp_path / "d", {**PUBLISHED, key: value}))
+        load_spec(write_config(tmp_path / "d", {**PUBLISHED, key: value}))
     assert err.value.key == named

@@ -14,8 +14,8 @@ from transformers import AutoConfig, AutoModelForCausalLM
 from archscope.errors import SpecError
 from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
 from archscope.spec import load_spec
-from archscope.spec.fields import to_mapping
 from archscope.spec.hf import spec_to_hf_config, write_hf_config
+from hf_configs import network, write_config
 
 # microsoft/phi-4 config.json as published (sources in model_specs/phi-4.yaml)
 PHI4 = {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "vocab_size": 100352,
@@ -31,24 +31,14 @@ TINY = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_
             pad_token_id=None)
 
 
-def network(spec) -> dict:
-    return {k: v for k, v in to_mapping(spec).items() if k not in ("name", "source", "extends")}
-
-
-def write(folder, config):
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
 def test_published_config_gives_the_preset(tmp_path):
-    assert network(load_spec(write(tmp_path / "phi4", PHI4))) == network(load_spec("phi-4"))
+    assert network(load_spec(write_config(tmp_path / "phi4", PHI4))) == network(load_spec("phi-4"))
 
 
 def test_the_other_copy_with_window_16384_is_the_same_network_at_its_context(tmp_path):
     """sliding_window 16384 at max_position_embeddings 16384 masks no key: every estimate at
     the full context equals the preset's (which says null)."""
-    windowed = load_spec(write(tmp_path / "phi4", {**PHI4, "sliding_window": 16384}))
+    windowed = load_spec(write_config(tmp_path / "phi4", {**PHI4, "sliding_window": 16384}))
     assert windowed.attention.window == 16384
     preset, n = load_spec("phi-4"), 16384
     for estimate in (lambda s: count_params(s).total, lambda s: kv_cache_bytes(s, n, 1, "bf16"),
@@ -57,7 +47,7 @@ def test_the_other_copy_with_window_16384_is_the_same_network_at_its_context(tmp
 
 
 def test_transformers_config_imports_with_both_fusions(tmp_path):
-    spec = load_spec(write(tmp_path / "p", AutoConfig.for_model("phi3", **TINY).to_dict()))
+    spec = load_spec(write_config(tmp_path / "p", AutoConfig.for_model("phi3", **TINY).to_dict()))
     assert (spec.attention.fused_qkv, spec.ffn.fused_gate_up) == (True, True)
     assert (spec.attention.head_dim, spec.attention.window, spec.attention.bias) == (32, None,
                                                                                    False)
@@ -72,7 +62,7 @@ def _hf_shapes(config: dict) -> dict:
 @pytest.mark.parametrize("changes", [[], ["attention.window=2047", "max_seq_len=4096"]])
 def test_round_trip_builds_the_same_transformers_network(changes, tmp_path):
     """config.json -> spec -> config.json -> transformers: the same tensors, the same spec."""
-    first = load_spec(write(tmp_path / "in", PHI4), [*changes, "n_layers=2"])
+    first = load_spec(write_config(tmp_path / "in", PHI4), [*changes, "n_layers=2"])
     write_hf_config(first, tmp_path / "ours")
     written = json.loads((tmp_path / "ours" / "config.json").read_text())
     assert written["model_type"] == "phi3" and written["sliding_window"] == first.attention.window
@@ -80,7 +70,8 @@ def test_round_trip_builds_the_same_transformers_network(changes, tmp_path):
     again = load_spec(tmp_path / "hf")
     assert network(again) == network(first)
     theirs = {**PHI4, "num_hidden_layers": 2, "pad_token_id": None, "rope_scaling": None,
-              "sliding_window": first.attention.window, "max_position_embeddings": first.max_seq_len}
+              "sliding_window": first.attention.window,
+              "max_position_embeddings": first.max_seq_len}
     assert _hf_shapes(spec_to_hf_config(again)) == _hf_shapes(theirs)
 
 
@@ -135,5 +126,5 @@ def test_fusions_are_for_their_kinds_only(change, key, message):
 ])
 def test_what_archscope_does_not_model_is_refused_naming_the_key(patch, key, tmp_path):
     with pytest.raises(SpecError) as err:
-        load_spec(write(tmp_path / "p", {**PHI4, **patch}))
+        load_spec(write_config(tmp_path / "p", {**PHI4, **patch}))
     assert err.value.key == key

@@ -3,15 +3,14 @@ layer pattern (decoder_sparse_step, mlp_only_layers) becomes `layers` overrides 
 mlp_only_layers, through transformers' own config class, and bad keys are named.
 """
 
-import json
 
 import pytest
 from transformers import AutoConfig
 
 from archscope.errors import SpecError
 from archscope.spec import load_spec
-from archscope.spec.fields import to_mapping
-from archscope.spec.hf import spec_to_hf_config, write_hf_config
+from archscope.spec.hf import spec_to_hf_config
+from hf_configs import network, through_transformers, write_config
 
 # config.json as published (sources in the preset's header and /tmp/notes/configs_2025.md)
 PUBLISHED = {
@@ -31,31 +30,15 @@ TINY = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_
             num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64)
 
 
-def network(spec) -> dict:
-    return {k: v for k, v in to_mapping(spec).items() if k not in ("name", "source", "extends")}
-
-
-def write(folder, config):
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
-def through_transformers(spec, tmp_path):
-    """Our config.json, loaded and saved by transformers, read back."""
-    write_hf_config(spec, tmp_path / "ours")
-    AutoConfig.from_pretrained(tmp_path / "ours").save_pretrained(tmp_path / "hf")
-    return load_spec(tmp_path / "hf")
-
-
 def test_published_config_gives_the_preset(tmp_path):
-    spec = load_spec(write(tmp_path / "q", PUBLISHED))
+    spec = load_spec(write_config(tmp_path / "q", PUBLISHED))
     assert network(spec) == network(load_spec("qwen3-30b-a3b"))
     assert all(layer.is_moe for layer in spec.plan)
 
 
 def test_transformers_default_config_imports_as_qwen3_with_moe(tmp_path):
-    spec = load_spec(write(tmp_path / "q", AutoConfig.for_model("qwen3_moe", **TINY).to_dict()))
+    config = AutoConfig.for_model("qwen3_moe", **TINY).to_dict()
+    spec = load_spec(write_config(tmp_path / "q", config))
     f = spec.ffn
     assert (spec.attention.qk_norm, f.kind, f.n_experts, f.top_k, f.d_expert) == (
         "head", "moe", 8, 2, 64)
@@ -70,7 +53,7 @@ def test_transformers_default_config_imports_as_qwen3_with_moe(tmp_path):
 def test_layer_pattern_is_transformers_rule_and_round_trips(step, only, dense, tmp_path):
     config = AutoConfig.for_model("qwen3_moe", **TINY, decoder_sparse_step=step,
                                   mlp_only_layers=only)
-    spec = load_spec(write(tmp_path / "q", config.to_dict()))
+    spec = load_spec(write_config(tmp_path / "q", config.to_dict()))
     assert [layer.index for layer in spec.plan if not layer.is_moe] == dense
     assert all(layer.ffn.d_ff == 512 for layer in spec.plan if not layer.is_moe)
     exported = spec_to_hf_config(spec)
@@ -83,7 +66,7 @@ def test_layer_pattern_is_transformers_rule_and_round_trips(step, only, dense, t
 def test_sliding_window_covers_every_layer(tmp_path):
     config = AutoConfig.for_model("qwen3_moe", **TINY, use_sliding_window=True,
                                   sliding_window=512).to_dict()
-    spec = load_spec(write(tmp_path / "q", config))
+    spec = load_spec(write_config(tmp_path / "q", config))
     assert [layer.window for layer in spec.plan] == [512] * 6
     assert network(through_transformers(spec, tmp_path)) == network(spec)
 
@@ -121,5 +104,5 @@ def test_what_qwen3_moe_cannot_hold_names_the_key(change, key):
 ])
 def test_bad_keys_are_named(key, value, named, tmp_path):
     with pytest.raises(SpecError) as err:
-        load_spec(write(tmp_path / "q", {**PUBLISHED, key: value}))
+        load_spec(write_config(tmp_path / "q", {**PUBLISHED, key: value}))
     assert err.value.key == named

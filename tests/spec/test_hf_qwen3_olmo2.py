@@ -10,8 +10,8 @@ from transformers import AutoConfig
 
 from archscope.errors import SpecError
 from archscope.spec import load_spec
-from archscope.spec.fields import to_mapping
 from archscope.spec.hf import spec_to_hf_config, write_hf_config
+from hf_configs import network, write_config
 
 _QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 151936,
           "head_dim": 128, "max_position_embeddings": 40960, "rms_norm_eps": 1e-06,
@@ -43,25 +43,15 @@ TINY = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_
             num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=4096)
 
 
-def network(spec) -> dict:
-    return {k: v for k, v in to_mapping(spec).items() if k not in ("name", "source", "extends")}
-
-
-def write(folder, config):
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
 @pytest.mark.parametrize("name", PUBLISHED)
 def test_published_config_gives_the_preset(name, tmp_path):
-    spec = load_spec(write(tmp_path / name, PUBLISHED[name]))
+    spec = load_spec(write_config(tmp_path / name, PUBLISHED[name]))
     assert network(spec) == network(load_spec(name))
 
 
 def test_transformers_configs_import_with_the_family_norms(tmp_path):
-    qwen3 = load_spec(write(tmp_path / "q", AutoConfig.for_model("qwen3", **TINY).to_dict()))
-    olmo2 = load_spec(write(tmp_path / "o", AutoConfig.for_model("olmo2", **TINY).to_dict()))
+    qwen3 = load_spec(write_config(tmp_path / "q", AutoConfig.for_model("qwen3", **TINY).to_dict()))
+    olmo2 = load_spec(write_config(tmp_path / "o", AutoConfig.for_model("olmo2", **TINY).to_dict()))
     assert (qwen3.attention.qk_norm, qwen3.norm.position) == ("head", "pre")
     assert (olmo2.attention.qk_norm, olmo2.norm.position) == ("full", "output")
     assert qwen3.attention.head_dim == 128  # Qwen3Config's default, not hidden / heads
@@ -71,7 +61,7 @@ def test_transformers_configs_import_with_the_family_norms(tmp_path):
 def test_qwen3_sliding_layers_round_trip(tmp_path):
     config = AutoConfig.for_model("qwen3", **TINY, use_sliding_window=True, sliding_window=512,
                                   max_window_layers=2).to_dict()
-    spec = load_spec(write(tmp_path / "q", config))
+    spec = load_spec(write_config(tmp_path / "q", config))
     assert [layer.window for layer in spec.plan] == [None, None, 512, 512]
     assert spec_to_hf_config(spec)["layer_types"] == config["layer_types"]
 

@@ -3,7 +3,6 @@ transformers' own default rule (no_rope_layer_interval) gives the same NoPE laye
 the NoPE layers comes from use_sliding_window, and rope: false is refused where it cannot hold.
 """
 
-import json
 
 import pytest
 from transformers import AutoConfig
@@ -13,6 +12,7 @@ from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config, write_hf_config
 from archscope.spec.resolved import differences
 from parity import tiny_spec
+from hf_configs import write_config
 
 PUBLISHED = {"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3",
              "vocab_size": 128256, "hidden_size": 2048, "intermediate_size": 11008,
@@ -25,21 +25,15 @@ PUBLISHED = {"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3",
              "eos_token_id": 128012}
 
 
-def write(folder, config):
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
 def test_published_config_gives_the_preset(tmp_path):
-    spec = load_spec(write(tmp_path / "smol", PUBLISHED))
+    spec = load_spec(write_config(tmp_path / "smol", PUBLISHED))
     assert list(differences(spec, load_spec("smollm3-3b"))) == []
     assert [layer.index for layer in spec.plan if not layer.attention.rope] == list(range(3, 36, 4))
 
 
 def test_interval_rule_without_the_list(tmp_path):
     config = {k: v for k, v in PUBLISHED.items() if k != "no_rope_layers"}
-    spec = load_spec(write(tmp_path / "smol", {**config, "no_rope_layer_interval": 3}))
+    spec = load_spec(write_config(tmp_path / "smol", {**config, "no_rope_layer_interval": 3}))
     theirs = AutoConfig.for_model(**{**config, "no_rope_layer_interval": 3}).no_rope_layers
     assert [int(layer.attention.rope) for layer in spec.plan] == theirs
 
@@ -47,7 +41,7 @@ def test_interval_rule_without_the_list(tmp_path):
 def test_window_goes_on_the_nope_layers_by_default(tmp_path):
     config = {k: v for k, v in PUBLISHED.items() if k != "layer_types"}
     config.update(use_sliding_window=True, sliding_window=4096)
-    spec = load_spec(write(tmp_path / "smol", config))
+    spec = load_spec(write_config(tmp_path / "smol", config))
     windowed = [layer.index for layer in spec.plan if layer.window]
     assert windowed == [layer.index for layer in spec.plan if not layer.attention.rope]
     assert spec_to_hf_config(spec)["layer_types"] == AutoConfig.for_model(**config).layer_types
@@ -61,7 +55,7 @@ def test_window_goes_on_the_nope_layers_by_default(tmp_path):
 ])
 def test_bad_keys_are_named(tmp_path, change, key):
     with pytest.raises(SpecError) as err:
-        load_spec(write(tmp_path / "smol", {**PUBLISHED, **change}))
+        load_spec(write_config(tmp_path / "smol", {**PUBLISHED, **change}))
     assert err.value.key == key
 
 

@@ -25,7 +25,8 @@ def record_at(spec, seq_len: int = 1, dtype: str = "bf16", batch: int = 1,
                         attention_flops=attention)
 
 
-def count_params(spec):
+def _params(spec):
+    """The parameter counts of the record (the same `count_params` every surface reads)."""
     return record_at(spec).params
 
 
@@ -34,42 +35,42 @@ def count_params(spec):
 @quantity("params_total", "params")
 def params_total(spec):
     """Unique parameters: a tied lm_head counts once."""
-    return count_params(spec).total
+    return _params(spec).total
 
 
 @quantity("params_active", "params")
 def params_active(spec):
     """Parameters one token uses (MoE: top_k routed + shared experts; embeddings included)."""
-    return count_params(spec).active
+    return _params(spec).active
 
 
 @quantity("params_embedding", "params")
 def params_embedding(spec):
     """Token embedding + learned position table."""
-    return count_params(spec).embedding
+    return _params(spec).embedding
 
 
 @quantity("params_token_embedding", "params")
 def params_token_embedding(spec):
     """The token embedding table alone: vocab_size x d_model."""
-    return count_params(spec).breakdown["embedding"]
+    return _params(spec).breakdown["embedding"]
 
 
 @quantity("params_non_embedding", "params")
 def params_non_embedding(spec):
-    return count_params(spec).non_embedding
+    return _params(spec).non_embedding
 
 
 @quantity("params_lm_head", "params")
 def params_lm_head(spec):
     """lm_head's own parameters: 0 when tied to the embedding."""
-    return count_params(spec).breakdown.get("lm_head", 0)
+    return _params(spec).breakdown.get("lm_head", 0)
 
 
 @quantity("params_lm_head_weight", "params")
 def params_lm_head_weight(spec):
     """The lm_head matrix, d_model x vocab_size, whether or not it is tied."""
-    breakdown = count_params(spec).breakdown  # tied: lm_head counts 0, the matrix is the embedding
+    breakdown = _params(spec).breakdown  # tied: lm_head counts 0, the matrix is the embedding
     return breakdown.get("lm_head") or breakdown["embedding"]
 
 
@@ -96,13 +97,13 @@ def params_component(spec, component, per_layer=False, layer=None):
     with per_layer, in one decoder layer (the value all layers share, or `layer`)."""
     keys = _keys(component)
     if not per_layer and layer is None:
-        return sum(v for k, v in count_params(spec).breakdown.items() if _matches(k, keys))
+        return sum(v for k, v in _params(spec).breakdown.items() if _matches(k, keys))
     return uniform(spec, f"params of {component}", lambda e: sum(
         p.params * p.copies for p in layer_parts(spec, e) if _matches(p.name, keys)), layer)
 
 
 def _share(spec, component):
-    return 100 * params_component(spec, component) / count_params(spec).total
+    return 100 * params_component(spec, component) / _params(spec).total
 
 
 quantity("params_share", "percent", "params_component(component) as a percent of params_total.")(
