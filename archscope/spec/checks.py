@@ -27,3 +27,10 @@ def absent_unless(obj, kind_field: str, kind: str, *names: str) -> None:
             raise SpecError(
                 f"only applies when {kind_field} is '{kind}' (here it is "
                 f"'{getattr(obj, kind_field)}')", key=name)
+
+
+def one_spelling(obj, name: str) -> None:
+    """A fusion switch set to false is the same network as one left out: store it as null, so
+    one network has one spelling (and a round trip through config.json compares equal)."""
+    if getattr(obj, name) is False:
+        object.__setattr__(obj, name, None)

@@ -106,7 +106,7 @@ def _windows(s: ModelSpec) -> dict:
     window = next((w for w in windows if w is not None), None)
     return {"use_sliding_window": window is not None, "sliding_window": window,
             "max_window_layers": next((i for i, w in enumerate(windows) if w), s.n_layers),
-            "layer_types": ["sliding_attention" if w else "full_attention" for w in windows]}
+            "layer_types": [layer.layer_type for layer in s.plan]}
 
 
 def _to_qwen2(s: ModelSpec) -> dict:
@@ -146,7 +146,7 @@ def _to_smollm3(s: ModelSpec) -> dict:
     return {**_to_llama(s), "bos_token_id": None, "eos_token_id": None, "pad_token_id": None,
             "no_rope_layers": [int(layer.attention.rope) for layer in s.plan],
             "use_sliding_window": window is not None, "sliding_window": window,
-            "layer_types": ["sliding_attention" if w else "full_attention" for w in windows]}
+            "layer_types": [layer.layer_type for layer in s.plan]}
 
 
 def _to_olmo2(s: ModelSpec) -> dict:  # Llama's keys; the norms are implied by the class

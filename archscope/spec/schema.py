@@ -5,8 +5,8 @@ per-layer plan) is a property. Each class checks its own consistency in `validat
 SpecError with the key at fault; `fields.from_mapping` adds the dotted prefix and file name.
 
 This module holds the whole model (ModelSpec), its per-layer overrides and plan, and Granite's
-multipliers; the components (norm, position, attention, router, FFN) are in `components` and
-re-exported here.
+multipliers; the components (norm, position, router, FFN) are in `components`, attention in
+`attention`; all are re-exported here.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from functools import cached_property
 
 from archscope.errors import SpecError, quote
 from archscope.spec.checks import positive, require
-from archscope.spec.components import (Activation, AttentionKind, AttentionSpec, FFNKind, FFNSpec,
-                                       NormKind, NormPosition, NormSpec, PositionKind,
-                                       PositionSpec, QKNorm, RouterMethod, RouterScoring,
-                                       RouterSpec,
-                                       ScalingKind, ScalingSpec)
+from archscope.spec.attention import AttentionKind, AttentionSpec, QKNorm
+from archscope.spec.components import (Activation, FFNKind, FFNSpec, NormKind, NormPosition,
+                                       NormSpec, PositionKind, PositionSpec, RouterMethod,
+                                       RouterScoring, RouterSpec, ScalingKind, ScalingSpec)
 from archscope.spec.limits import LAYER_PICKS_MAX
 from archscope.spec.limits import WHERE as LIMITS
 
@@ -96,6 +95,11 @@ class LayerPlan:
     @property
     def window(self) -> int | None:
         return self.attention.window
+
+    @property
+    def layer_type(self) -> str:
+        """transformers' `layer_types` name for this layer (config.json reads and writes it)."""
+        return "sliding_attention" if self.attention.window else "full_attention"
 
     @property
     def is_moe(self) -> bool:

@@ -1,0 +1,114 @@
+"""The spec's attention component: GQA (with MHA and MQA as its extremes) and DeepSeek's MLA,
+with what a layer may add (window, QK-norm, NoPE, fused projections).
+
+A frozen dataclass whose field names are the YAML keys (DESIGN.md section 2); it checks its
+own consistency in `validate`. The per-layer plan that varies it layer by layer is in `schema`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from archscope.spec.checks import absent_unless, one_spelling, positive, require
+
+AttentionKind = Literal["gqa", "mla"]
+# RMSNorm of q and k after their projections, before RoPE: over each head's head_dim (Qwen3),
+# or over the whole projected width, all heads at once (OLMo 2)
+QKNorm = Literal["head", "full"]
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """GQA covers MHA (n_kv_heads == n_heads) and MQA (n_kv_heads == 1); MLA is DeepSeek's."""
+
+    kind: AttentionKind
+    n_heads: int
+    n_kv_heads: int | None = None  # gqa: required; mla: every head has its own K/V
+    head_dim: int | None = None  # gqa: required (it need not be d_model / n_heads)
+    bias: bool = False  # q/k/v projection biases
+    out_bias: bool | None = None  # o_proj bias; defaults to `bias`
+    window: int | None = None  # sliding window (keys per query, itself included)
+    qk_norm: QKNorm | None = None  # gqa: RMSNorm q and k (see QKNorm), eps = norm.eps
+    # gqa: q, k and v as one Linear, `qkv_proj` d -> (n_heads + 2*n_kv_heads)*head_dim, rows q
+    # then k then v (Phi-3/Phi-4). The same parameters and FLOPs as three; the checkpoint and
+    # the per-component breakdown hold one tensor. null or false: q_proj, k_proj, v_proj.
+    fused_qkv: bool | None = None
+    # false: this layer's q and k are not rotated (NoPE; SmolLM3's every fourth layer, set per
+    # layer through `layers` overrides). Only meaningful with position.kind 'rope'; MLA's
+    # decoupled key needs RoPE, so MLA refuses it.
+    rope: bool = True
+    # MLA
+    q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
+
+    MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+    def __post_init__(self) -> None:
+        one_spelling(self, "fused_qkv")
+
+    def validate(self) -> None:
+        positive(self, "n_heads", "n_kv_heads", "head_dim", "window", *self.MLA_KEYS)
+        if self.kind == "gqa":
+            require(self.n_kv_heads is not None, "n_kv_heads", "required when kind is 'gqa'")
+            require(self.head_dim is not None, "head_dim",
+                    "required when kind is 'gqa' (often d_model / n_heads, but not always)")
+            require(self.n_heads % self.n_kv_heads == 0, "n_kv_heads",
+                    f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
+            absent_unless(self, "kind", "mla", *self.MLA_KEYS)
+        else:
+            absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv")
+            require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
+                                       "rope: false applies to gqa attention only")
+            for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+                require(getattr(self, name) is not None, name, "required when kind is 'mla'")
+            require(self.n_kv_heads in (None, self.n_heads), "n_kv_heads",
+                    "MLA gives every query head its own keys and values: omit it or set it to n_heads")
+            require(self.head_dim is None, "head_dim",
+                    "not used by MLA (q/k use qk_nope_head_dim + qk_rope_head_dim, v uses v_head_dim)")
+            require(self.qk_rope_head_dim % 2 == 0, "qk_rope_head_dim", "must be even for RoPE")
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.kind == "mla" else self.n_kv_heads
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per key/value head (1 for MHA and MLA)."""
+        return self.n_heads // self.kv_heads
+
+    @property
+    def qk_head_dim(self) -> int:
+        if self.kind == "mla":
+            return self.qk_nope_head_dim + self.qk_rope_head_dim
+        return self.head_dim
+
+    def tokens_held(self, seq_len: int) -> int:
+        """Tokens this layer attends to and caches at context seq_len: the window caps them.
+        The one home of the cap: the estimators and the builder's caches both call it."""
+        return min(seq_len, self.window) if self.window else seq_len
+
+    @property
+    def rotary_dim(self) -> int:
+        """Dims RoPE rotates per head: MLA's decoupled qk_rope_head_dim, else the whole head."""
+        return self.qk_rope_head_dim or self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim if self.kind == "mla" else self.head_dim
+
+    @property
+    def has_out_bias(self) -> bool:
+        return self.bias if self.out_bias is None else self.out_bias
+
+    @property
+    def variant(self) -> str:
+        """MHA, MQA, GQA or MLA: the name people use."""
+        if self.kind == "mla":
+            return "MLA"
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
