@@ -65,6 +65,7 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
     if fmt == "json":
         out = {"model": spec.name, "spec": to_mapping(spec), "params_total": params.total,
                "params_active": params.active, "params_embedding": params.embedding,
+               "params_mtp": params.mtp,
                "record": labelled_row(record.row(seq_len), overrides), "details": details}
         if counted is not None:
             out["params_counted"] = counted

@@ -10,6 +10,9 @@ Per-layer kinds may differ (DeepSeek's dense first layer), so every layer is cou
   shared experts and the router); everything else, embeddings and head included, counts whole.
 - embedding: the lookup tables (token embedding + learned positions). They cost memory but no
   matmul FLOPs; an untied lm_head is not in it (it is `breakdown["lm_head"]`).
+- mtp: the multi-token-prediction modules a checkpoint ships (spec.mtp_layers; structure.
+  mtp_parts), apart: neither transformers' model nor archscope's runs them, so they are in no
+  other figure (total, active, breakdown, weights), though the checkpoint's files hold them.
 
 Source: the module structure of transformers' Llama/Mistral/GPT-2/Granite/Mixtral/GraniteMoe/
 DeepseekV2 classes; the tests check these counts against those classes built on the meta device.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from archscope.estimate.structure import Part, model_parts
+from archscope.estimate.structure import Part, model_parts, mtp_parts
 from archscope.spec import ModelSpec
 
 # Order of the breakdown groups, and the group each key belongs to (by prefix).
@@ -41,6 +44,7 @@ class ParamCount:
     embedding: int
     breakdown: dict[str, int] = field(default_factory=dict)  # key -> params, in group order
     tied_head: int = 0  # lm_head weights that tying shares with the embedding (counted once)
+    mtp: int = 0  # the MTP modules the checkpoint ships, in no other figure
 
     @property
     def non_embedding(self) -> int:
@@ -63,7 +67,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         active=sum(p.params * p.active for p in parts),
         embedding=sum(p.params for p in parts if group_of(p.name) == "embedding"),
         breakdown=_breakdown(parts),
-        tied_head=spec.vocab_size * spec.d_model if spec.tie_embeddings else 0)
+        tied_head=spec.vocab_size * spec.d_model if spec.tie_embeddings else 0,
+        mtp=spec.mtp_layers * sum(p.params * p.copies for p in mtp_parts(spec)))
 
 
 def _breakdown(parts: list[Part]) -> dict[str, int]:

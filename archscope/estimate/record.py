@@ -110,7 +110,7 @@ class ModelRecord:
             "seq_len": c.seq_len, "batch": v.batch, "dtype": v.weight_dtype,
             "kv_dtype": v.cache_dtype,
             "params_total": self.params.total, "params_active": self.params.active,
-            "params_embedding": self.params.embedding,
+            "params_embedding": self.params.embedding, "params_mtp": self.params.mtp,
             "kv_cache_bytes": c.cache.bytes, "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
             "state_bytes": c.state_bytes, "cache_bytes": c.cache_bytes,
             "flops_per_token": c.decode.total, "prefill_flops": c.prefill.total,

@@ -24,7 +24,7 @@ from archscope.kinds.base import Part, linear, norm, merged
 from archscope.spec import LayerPlan, ModelSpec
 
 __all__ = ["Part", "linear", "norm", "merged", "layer_parts", "embedding_parts", "head_parts",
-           "model_parts", "attention_parts", "ffn_parts"]
+           "model_parts", "attention_parts", "ffn_parts", "mtp_parts"]
 
 
 def attention_parts(attn, d: int) -> list[Part]:
@@ -68,3 +68,16 @@ def model_parts(spec: ModelSpec) -> list[Part]:
     for layer in spec.plan:
         parts += layer_parts(spec, layer)
     return parts + head_parts(spec)
+
+
+def mtp_parts(spec: ModelSpec) -> list[Part]:
+    """One multi-token-prediction module (spec.mtp_layers of them ship; none is in the model):
+    a decoder layer like the model's last (transformers' MtpModel builds its block from
+    layers[-1], MoE in DeepSeek-V3 and GLM-4.5), eh_proj 2d -> d (no bias) over the normed
+    embedding and hidden state, their norms enorm and hnorm, and the shared head's own norm
+    (shared_head.norm); the embedding and lm_head are the main model's (DeepSeek-V3's
+    README_WEIGHTS), so they add nothing."""
+    d, bias = spec.d_model, spec.norm.has_bias
+    extra = [linear("mtp.eh_proj", 2 * d, d)] + [norm(f"mtp.{n}", d, bias)
+                                                   for n in ("enorm", "hnorm", "head_norm")]
+    return layer_parts(spec, spec.plan[-1]) + extra

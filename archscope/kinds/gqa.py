@@ -6,7 +6,8 @@ attention.has_out_bias). With attention.qk_norm, RMSNorms q_norm and k_norm (wei
 matmul) normalise q and k before RoPE: `head` over each head's head_dim (Qwen3: two weights of
 head_dim), `full` over the whole projection (OLMo 2: n_heads*head_dim and n_kv_heads*head_dim).
 With attention.rope false the layer is NoPE (SmolLM3): q and k are not rotated (no weights
-change). The cache holds one key and one value per KV head per token:
+change); attention.rotary_fraction rotates only the first dims of each head (GLM-4.5; none
+change either). The cache holds one key and one value per KV head per token:
 2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window` tokens.
 """
 
@@ -49,6 +50,8 @@ def parts(attn, d: int):
 
 def qk_text(attn, lead: str = ", ") -> str:
     text = lead + "NoPE" if not attn.rope else ""
+    if attn.rope and attn.rotary_fraction:  # partial RoPE (GLM-4.5): the rest pass through
+        text += f"{lead}RoPE on {attn.rotary_dim} of {attn.head_dim} dims"
     text += lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
     return text + (lead + "fused qkv_proj" if attn.fused_qkv else "")
 

@@ -1,5 +1,7 @@
 """Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window,
-RoPE on q and k unless the layer is NoPE (attention.rope false, SmolLM3), an optional RMSNorm of q and k (QK-norm: per head as in Qwen3, full width as in OLMo 2), and
+RoPE on q and k unless the layer is NoPE (attention.rope false, SmolLM3), on part of each head
+with attention.rotary_fraction (GLM-4.5), an optional RMSNorm of q and k (QK-norm: per head as
+in Qwen3, full width as in OLMo 2), and
 q, k and v from one fused projection or three (Phi-3's qkv_proj, Llama's q/k/v_proj)."""
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from torch import nn
 
 from archscope.nn.cache import LayerCache, attention_mask
 from archscope.nn.norms import RMSNorm
-from archscope.nn.rope import apply_rope
+from archscope.nn.rope import apply_partial_rope, apply_rope
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
 
@@ -63,6 +65,8 @@ class GQAAttention(nn.Module):
         self.o_proj = nn.Linear(h * hd, d, bias=attn.has_out_bias)
         self.scale = spec.mults.attention or hd ** -0.5
         self.rotary = spec.position.kind == "rope" and attn.rope  # false: a NoPE layer
+        # rotary_fraction < 1 (GLM-4.5): the model's cos/sin cover the first rotary_dim dims
+        self.rotate = apply_rope if attn.rotary_dim == hd else apply_partial_rope
 
     def _heads(self, y, heads: int, norm: nn.Module, width: int):
         """[B, T, heads*head_dim] -> [B, heads, T, head_dim], normed in groups of `width`."""
@@ -84,7 +88,7 @@ class GQAAttention(nn.Module):
         v = v.reshape(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
         if self.rotary:
             cos, sin = rope
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
         key_pos = None
         if cache is not None:
             kv, key_pos = cache.append({"k": k, "v": v}, start)

@@ -97,3 +97,10 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate x [..., T, dim] by the angles of its positions (the half-split pairing)."""
     return x * cos + rotate_half(x) * sin
+
+
+def apply_partial_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate the first cos.shape[-1] dims of x (half-split pairs within them, as transformers'
+    Glm4Moe) and pass the rest through: partial RoPE (attention.rotary_fraction)."""
+    dim = cos.shape[-1]
+    return torch.cat((apply_rope(x[..., :dim], cos, sin), x[..., dim:]), dim=-1)

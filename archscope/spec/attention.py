@@ -38,6 +38,11 @@ class AttentionSpec:
     # layer through `layers` overrides). Only meaningful with position.kind 'rope'; MLA's
     # decoupled key needs RoPE, so MLA refuses it.
     rope: bool = True
+    # gqa: the fraction of each q/k head RoPE rotates (HF partial_rotary_factor; GLM-4.5: 0.5):
+    # the first int(head_dim * fraction) dims are rotated (half-split pairs within them), the
+    # rest pass through. null (or 1.0, stored as null: one spelling) rotates the whole head.
+    # No parameter, cache element or matmul FLOP depends on it.
+    rotary_fraction: float | None = None
     # MLA
     q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
     kv_lora_rank: int | None = None
@@ -49,6 +54,8 @@ class AttentionSpec:
 
     def __post_init__(self) -> None:
         one_spelling(self, "fused_qkv")
+        if self.rotary_fraction == 1 and not isinstance(self.rotary_fraction, bool):
+            object.__setattr__(self, "rotary_fraction", None)  # the whole head: one spelling
 
     def validate(self) -> None:
         positive(self, "n_heads", "n_kv_heads", "head_dim", "window", *self.MLA_KEYS)
@@ -59,8 +66,9 @@ class AttentionSpec:
             require(self.n_heads % self.n_kv_heads == 0, "n_kv_heads",
                     f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
             absent_unless(self, "kind", "mla", *self.MLA_KEYS)
+            self._check_rotary_fraction()
         else:
-            absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv")
+            absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv", "rotary_fraction")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
                                        "rope: false applies to gqa attention only")
             for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -70,6 +78,16 @@ class AttentionSpec:
             require(self.head_dim is None, "head_dim",
                     "not used by MLA (q/k use qk_nope_head_dim + qk_rope_head_dim, v uses v_head_dim)")
             require(self.qk_rope_head_dim % 2 == 0, "qk_rope_head_dim", "must be even for RoPE")
+
+    def _check_rotary_fraction(self) -> None:
+        f = self.rotary_fraction
+        if f is None:
+            return
+        require(0 < f <= 1, "rotary_fraction", f"must be in (0, 1], got {f}")
+        dims = int(self.head_dim * f)  # transformers' rule: int(head_dim * partial_rotary_factor)
+        require(dims > 0 and dims % 2 == 0, "rotary_fraction",
+                f"head_dim ({self.head_dim}) x rotary_fraction ({f}) gives {dims} rotated dims; "
+                "RoPE rotates pairs, so it must be a positive even number")
 
     @property
     def kv_heads(self) -> int:
@@ -93,8 +111,11 @@ class AttentionSpec:
 
     @property
     def rotary_dim(self) -> int:
-        """Dims RoPE rotates per head: MLA's decoupled qk_rope_head_dim, else the whole head."""
-        return self.qk_rope_head_dim or self.head_dim
+        """Dims RoPE rotates per head: MLA's decoupled qk_rope_head_dim, else the first
+        int(head_dim * rotary_fraction) (transformers' rule), the whole head when null."""
+        if self.kind == "mla":
+            return self.qk_rope_head_dim
+        return int(self.head_dim * self.rotary_fraction) if self.rotary_fraction else self.head_dim
 
     @property
     def value_head_dim(self) -> int:

@@ -1,5 +1,5 @@
-"""HF config.json <-> spec, for fourteen transformers model types, each written as its difference
-from Llama in both directions.
+"""HF config.json <-> spec, for the transformers model types of READERS, each written as its
+difference from Llama in both directions.
 
 Import (`hf_import`) reads the JSON as data (no code, no network); a key the file lacks takes
 transformers' class default, looked up only then, so a complete config.json loads without

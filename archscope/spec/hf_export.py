@@ -14,7 +14,9 @@ from pathlib import Path
 
 from archscope.errors import SpecError
 from archscope.spec.fields import from_mapping, to_mapping
+from archscope.spec.hf_glm4_moe import write_glm4_moe
 from archscope.spec.hf_import import EXTRA_KEY, READERS, RENAMED, mapping_from_raw
+from archscope.spec.hf_keys import CLASS_OF
 from archscope.spec.resolved import differences
 from archscope.spec.schema import ModelSpec
 
@@ -31,8 +33,10 @@ def _family(s: ModelSpec) -> str:
     mla = any(layer.attention.kind == "mla" for layer in s.plan)
     if s.position.kind == "learned" and s.norm.kind == "layernorm" and s.ffn.kind == "mlp":
         return "gpt2"  # GPT-3 too: transformers has no GPT-3 class
-    if any(f.routing.method == "noaux_tc" or f.routing.scoring == "sigmoid" for f in moe):
-        return "deepseek_v3"  # only DeepseekV3's router scores by sigmoid (noaux_tc)
+    if any(f.routing.method == "noaux_tc" or f.routing.scoring == "sigmoid" for f in moe) or \
+            any(layer.attention.rotary_fraction for layer in s.plan):
+        # sigmoid noaux_tc routers: DeepseekV3 (MLA), Glm4Moe (GQA, also the one partial RoPE)
+        return "deepseek_v3" if mla else "glm4_moe"
     if mla or any(f.shared_experts for f in moe):
         return "deepseek_v2"
     if any(layer.attention.fused_qkv or layer.ffn.fused_gate_up for layer in s.plan):
@@ -195,6 +199,7 @@ def _to_deepseek_v3(s: ModelSpec) -> dict:
         out.update({"norm_topk_prob": r.normalize, "scoring_func": "sigmoid",
                     "topk_method": "noaux_tc"})
     out["hidden_act"] = _HF_ACT[(moe or first).activation]
+    out["num_nextn_predict_layers"] = s.mtp_layers  # not built by the class; counted apart
     return out
 
 
@@ -228,9 +233,11 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "granitemoe": ("GraniteMoeForCausalLM", _to_granitemoe),
     "deepseek_v2": ("DeepseekV2ForCausalLM", _to_deepseek_v2),
     "deepseek_v3": ("DeepseekV3ForCausalLM", _to_deepseek_v3),
+    "glm4_moe": ("Glm4MoeForCausalLM", write_glm4_moe),
     "gpt2": ("GPT2LMHeadModel", _to_gpt2),
 }
-assert WRITERS.keys() == READERS.keys(), "every model type is both read and written"
+# every model type is both read and written (one read as another's class: written as that)
+assert WRITERS.keys() == READERS.keys() - CLASS_OF.keys()
 
 
 def spec_to_hf_config(spec: ModelSpec) -> dict:

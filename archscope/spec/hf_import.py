@@ -1,4 +1,4 @@
-"""HF config.json -> spec mapping, for fourteen transformers model types, each read as its
+"""HF config.json -> spec mapping, for the transformers model types of READERS, each read as its
 difference from Llama (the other direction is `hf_export`; `hf` re-exports both).
 
 The JSON is read as data (no code, no network). Every key a reader uses is checked (type and

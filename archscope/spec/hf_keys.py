@@ -38,7 +38,12 @@ FIELD = {
     "n_routed_experts": "n_experts", "num_experts": "n_experts", "num_experts_per_tok": "top_k",
     "decoder_sparse_step": "n_layers",  # a period in layers: at most the number of layers
     "no_rope_layer_interval": "n_layers",  # the same (SmolLM3's NoPE period)
+    "num_nextn_predict_layers": "mtp_layers", "num_mtp_layers": "mtp_layers",
 }
+# model_type -> the transformers model type whose class the file's `architectures` names, for
+# types transformers does not register (Kimi K2's config.json: kimi_k2, DeepseekV3ForCausalLM):
+# its class defaults and key table are that type's.
+CLASS_OF = {"kimi_k2": "deepseek_v3"}
 
 
 def limit_of(key: str) -> int:
@@ -76,7 +81,8 @@ class Keys:
     """One config.json's keys, read checked; a missing one takes transformers' class default."""
 
     def __init__(self, raw: dict, model_type: str, where: str):
-        self.raw, self.model_type, self.where = raw, model_type, where
+        self.raw, self.where = raw, where
+        self.model_type = CLASS_OF.get(model_type, model_type)
         self._defaults: dict | None = None
         self.defaulted: dict[str, Defaulted] = {}
 
@@ -269,11 +275,18 @@ SPEC_TO_HF["deepseek_v3"] = {**SPEC_TO_HF["deepseek_v2"], "ffn.bias": "mlp_bias"
                               "ffn.router.correction_bias": "topk_method"}
 
 
+SPEC_TO_HF["deepseek_v3"]["mtp_layers"] = "num_nextn_predict_layers"
+SPEC_TO_HF["glm4_moe"] = {**SPEC_TO_HF["deepseek_v3"], "ffn.d_ff": "intermediate_size",
+                          "attention.qk_norm": "use_qk_norm", "attention.bias": "attention_bias",
+                          "attention.out_bias": "attention_bias",
+                          "attention.rotary_fraction": "partial_rotary_factor"}
+
+
 def hf_key(spec_key: str | None, model_type: str, rope: str) -> str | None:
     """The config.json key a spec key was read from, if the table knows it."""
     if not spec_key:
         return None
-    table = SPEC_TO_HF.get(model_type, _LLAMA)
+    table = SPEC_TO_HF.get(CLASS_OF.get(model_type, model_type), _LLAMA)
     key = spec_key
     if key.startswith("layers"):  # a per-layer component: the model-wide key it came from
         rest = key.split(".", 1)[1] if "." in key else ""

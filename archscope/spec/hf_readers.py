@@ -8,6 +8,7 @@ what transformers itself refuses is refused here, naming the config.json key.
 from __future__ import annotations
 
 from archscope.errors import quote
+from archscope.spec.hf_glm4_moe import mtp_layers, read_glm4_moe
 from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import (_act, _base, _divides, _llama, _multipliers,
                                            _check_types, _patch, _select,
@@ -169,7 +170,7 @@ def _deepseek_v3(c: Keys) -> dict:  # DeepSeek-V2 with V3's router, no mlp_bias,
                                         "first_k_dense_replace on MoE: only 1 is modelled")
     if c.flag("rope_interleave", fallback=True) is not True:
         raise c.error("rope_interleave", "archscope's MLA rotates interleaved pairs only")
-    return _deepseek_v2(c, moe=_deepseek_v3_moe, mlp_bias=False)
+    return {**_deepseek_v2(c, moe=_deepseek_v3_moe, mlp_bias=False), "mtp_layers": mtp_layers(c)}
 
 
 def _deepseek_v2(c: Keys, moe=_deepseek_moe, mlp_bias: bool | None = None) -> dict:
@@ -229,5 +230,7 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "granitemoe": _granitemoe,
     "deepseek_v2": _deepseek_v2,
     "deepseek_v3": _deepseek_v3,
+    "kimi_k2": _deepseek_v3,  # Kimi K2's files name DeepseekV3ForCausalLM (hf_keys.CLASS_OF)
+    "glm4_moe": read_glm4_moe,
     "gpt2": _gpt2,
 }

@@ -22,8 +22,10 @@ def _act(c: Keys, key: str = "hidden_act") -> str:
     return _ACT[c.text(key, _ACT, noun="activation")]
 
 
-def _rope(c: Keys) -> dict:
-    """RoPE from `rope_parameters` (transformers 5) or `rope_theta` + `rope_scaling` (older)."""
+def _rope(c: Keys, read_elsewhere: tuple[str, ...] = ()) -> dict:
+    """RoPE from `rope_parameters` (transformers 5) or `rope_theta` + `rope_scaling` (older).
+    `read_elsewhere`: keys of those sections the family's reader reads itself (GLM's
+    partial_rotary_factor, which transformers 5 saves there)."""
     legacy, current = c.mapping("rope_scaling"), c.mapping("rope_parameters")
     origin = {**{k: "rope_scaling" for k in legacy}, **{k: "rope_parameters" for k in current}}
     params = {**legacy, **current}
@@ -44,7 +46,7 @@ def _rope(c: Keys) -> dict:
         return {"kind": "rope", "theta": theta}
     scaling = {"kind": kind}
     for k, v in params.items():
-        if k in ("rope_type", "type", "rope_theta") or v is None:
+        if k in ("rope_type", "type", "rope_theta", *read_elsewhere) or v is None:
             continue
         if k in _ROPE_SIZES:
             c.size(at(k), value=v)
@@ -74,13 +76,14 @@ def _patch(mapping: dict, **sections: dict) -> dict:
     return out
 
 
-def _base(c: Keys) -> dict:  # shape, norm and positions: shared by every RoPE family here
+def _base(c: Keys, read_elsewhere: tuple[str, ...] = ()) -> dict:
+    # shape, norm and positions: shared by every RoPE family here
     return {"vocab_size": c.size("vocab_size"), "d_model": c.size("hidden_size"),
             "n_layers": c.size("num_hidden_layers"),
             "max_seq_len": c.size("max_position_embeddings"),
             "tie_embeddings": c.flag("tie_word_embeddings"),
             "norm": {"kind": "rmsnorm", "eps": c.number("rms_norm_eps"), "position": "pre"},
-            "position": _rope(c)}
+            "position": _rope(c, read_elsewhere)}
 
 
 def _divides(c: Keys, width_key: str, heads_key: str, width: int, heads: int) -> None:

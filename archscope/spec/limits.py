@@ -24,6 +24,7 @@ INT_LIMITS: dict[str, int] = {
     # GPT-3 175B, 96); DeepNet trained 1,000. Work is per layer (the plan, the estimators,
     # `show`'s meta-device build: ~4 ms a layer), so 4,096 would make `show` take ~20 s.
     "n_layers": 1_024,
+    "mtp_layers": 1_024,  # MTP modules: decoder layers too
     # Residual width: the widest public decoders are ~20K (Llama 3.1 405B: 16,384; MT-NLG:
     # 20,480; presets: GPT-3, 12,288).
     "d_model": 65_536,

@@ -121,10 +121,16 @@ class ModelSpec:
     tie_embeddings: bool = False
     layers: tuple[LayerOverride, ...] = ()
     multipliers: Multipliers | None = None
+    # multi-token-prediction modules the checkpoint ships (HF num_nextn_predict_layers;
+    # DeepSeek-V3, GLM-4.5): each one decoder layer like the last + eh_proj + three norms,
+    # sharing the embedding and lm_head. Neither transformers' model nor archscope's runs them,
+    # so they are counted apart (params.mtp), never in the total.
+    mtp_layers: int = 0
     extends: str | None = None  # kept for display; already applied by the loader
 
     def validate(self) -> None:
         positive(self, "vocab_size", "d_model", "n_layers", "max_seq_len")
+        require(self.mtp_layers >= 0, "mtp_layers", f"must be 0 or more, got {self.mtp_layers}")
         picks = 0  # the plan's work: bounded before it is built
         for k, override in enumerate(self.layers):
             try:
@@ -142,6 +148,15 @@ class ModelSpec:
                                 f"({self.max_seq_len})", key=key)
             if layer.attention.kind == "mla" and self.position.kind != "rope":
                 raise SpecError("MLA's decoupled key needs position.kind 'rope'", key="position.kind")
+            if layer.attention.rotary_fraction != self.attention.rotary_fraction:
+                raise SpecError(f"layer {layer.index} sets rotary_fraction "
+                                f"{layer.attention.rotary_fraction}, the model "
+                                f"{self.attention.rotary_fraction}: one RoPE table serves every "
+                                "layer, so it is set model-wide only", key="layers")
+            if layer.attention.rotary_fraction and self.position.kind != "rope":
+                raise SpecError(f"rotary_fraction rotates part of each head, but position.kind "
+                                f"is {self.position.kind!r}: leave it out",
+                                key="attention.rotary_fraction")
             if not layer.attention.rope and self.position.kind != "rope":
                 key = "attention.rope" if not self.attention.rope else "layers"
                 raise SpecError(f"rope: false (layer {layer.index}) turns RoPE off on a layer, "

@@ -27,7 +27,7 @@ from archscope.weights.files import CheckpointFiles, find_checkpoint, read_tenso
 from archscope.weights.mapping import hf_to_ours, table_for
 from archscope.weights.placement import Placement, dispatch, plan
 from archscope.weights.spec_check import check_same_network, config_path, folder_spec, model_type
-from archscope.weights.validate import check_tensors, tied_aliases
+from archscope.weights.validate import check_tensors, tied_aliases, without_mtp
 
 
 def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
@@ -50,13 +50,14 @@ def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
         check_same_network(spec, found, str(config_path(folder)))
     spec = spec or found
     table = table_for(model_type(folder))
-    ckpt = experts.merged_view(find_checkpoint(folder, allow_pickle), model_type(folder))
+    ckpt = without_mtp(find_checkpoint(folder, allow_pickle), spec.n_layers, spec.mtp_layers)
+    ckpt = experts.merged_view(ckpt, model_type(folder))
     model = build_model(spec, "meta", dtype)
     skip = check_tensors(table, model, ckpt)
     placement = plan(model, device, device_map, max_memory, remedies=("dtype", "device_map"))
     _read_into(model, table, ckpt, skip, placement, dtype, progress)
     model.tie_weights()
-    left = [name for name, p in model.named_parameters() if p.is_meta]
+    left = [name for name, p in [*model.named_parameters(), *model.named_buffers()] if p.is_meta]
     if left:  # check_tensors makes this unreachable; a silent meta weight would be far worse
         raise CheckpointError(f"{folder}: no weights were read for {', '.join(left[:5])}")
     model = dispatch(model, placement)
@@ -113,13 +114,18 @@ def _read_into(model: DecoderLM, table, ckpt: CheckpointFiles, skip: set[str],
 
 
 def assign(model: nn.Module, name: str, tensor: torch.Tensor) -> None:
-    """Replace parameter `name` (on meta) by `tensor`, keeping it a frozen nn.Parameter."""
+    """Replace parameter `name` (on meta) by `tensor`, keeping it a frozen nn.Parameter; a
+    buffer (a router's correction bias) stays a buffer, in the dtype the model built it in."""
     module_name, _, leaf = name.rpartition(".")
     module = model.get_submodule(module_name)
-    old = module._parameters[leaf]
+    buffer = leaf in module._buffers
+    old = module._buffers[leaf] if buffer else module._parameters[leaf]
     if tuple(old.shape) != tuple(tensor.shape):  # check_tensors makes this unreachable
         raise CheckpointError(f"{name}: shape {list(tensor.shape)}, expected {list(old.shape)}")
-    module._parameters[leaf] = nn.Parameter(tensor, requires_grad=False)
+    if buffer:
+        module._buffers[leaf] = tensor.to(old.dtype)
+    else:
+        module._parameters[leaf] = nn.Parameter(tensor, requires_grad=False)
 
 
 def input_device(model: nn.Module) -> torch.device:

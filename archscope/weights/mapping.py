@@ -130,12 +130,17 @@ PHI3 = tuple(r for r in LLAMA if not any(f".{proj}." in r.hf for proj in
                                          ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"))
              ) + _FUSED
 
+# GLM-4.5 = Llama's attention names + Qwen3's q_norm/k_norm + DeepSeek-V3's MoE names (router
+# with its correction bias, fused experts, shared_experts); dense first layers: Llama's mlp
+_SHARED = tuple(r for r in DEEPSEEK_V3 if ".mlp.shared_experts." in r.hf or ".mlp.gate." in r.hf)
+GLM4_MOE = QWEN3 + MOE + tuple(r for r in _SHARED if r not in MOE)
+
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
     "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3, "qwen3_moe": QWEN3_MOE,
     "smollm3": LLAMA,  # SmolLM3 = Llama's names; NoPE changes no weight
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
-    "deepseek_v3": DEEPSEEK_V3,
+    "deepseek_v3": DEEPSEEK_V3, "glm4_moe": GLM4_MOE,
 }
 
 

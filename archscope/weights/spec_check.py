@@ -14,6 +14,7 @@ from pathlib import Path
 
 from archscope.errors import CheckpointError, InputError
 from archscope.spec import ModelSpec
+from archscope.spec.hf_keys import CLASS_OF
 from archscope.spec.resolved import resolved
 
 
@@ -27,10 +28,12 @@ def config_path(folder: str | Path) -> Path:
 
 
 def model_type(folder: str | Path) -> str:
-    """The config.json's model_type (it picks the weight-name table)."""
+    """The config.json's model_type (it picks the weight-name table), as the transformers type
+    whose class the file names when transformers registers none (Kimi K2: deepseek_v3)."""
     path = config_path(folder)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))["model_type"]
+        found = json.loads(path.read_text(encoding="utf-8"))["model_type"]
+        return CLASS_OF.get(found, found) if isinstance(found, str) else found
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise CheckpointError(f"{path}: cannot read model_type ({type(err).__name__}: {err})"
                               ) from None

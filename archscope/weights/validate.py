@@ -8,6 +8,10 @@ in the names the user sees in the files: missing, unexpected and mis-shaped tens
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import warnings
+
 import torch
 from torch import nn
 
@@ -17,8 +21,12 @@ from archscope.weights.mapping import hf_to_ours, ours_to_hf
 
 
 def unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Parameters by name, a tied one once (under its first name, the embedding)."""
-    return dict(model.named_parameters())
+    """What a checkpoint stores, by name: the parameters, a tied one once (under its first
+    name, the embedding), and the persistent buffers (DeepSeek-V3's and GLM-4.5's router
+    correction bias: not a parameter, but a tensor of the checkpoint, read and written)."""
+    stored = model.state_dict(keep_vars=True)
+    return {**dict(model.named_parameters()),
+            **{k: b for k, b in model.named_buffers() if k in stored}}
 
 
 def tied_aliases(model: nn.Module) -> set[str]:
@@ -77,3 +85,28 @@ def check_tensors(table, model: nn.Module, ckpt: CheckpointFiles) -> set[str]:
         raise CheckpointError(f"{ckpt.folder}: the checkpoint does not match the model "
                               f"({len(expected)} tensors expected): {parts}")
     return skip
+
+
+class SkippedMTPWarning(UserWarning):
+    """A checkpoint's multi-token-prediction tensors were left unread (no model runs them)."""
+
+
+def without_mtp(ckpt: CheckpointFiles, n_layers: int, mtp_layers: int) -> CheckpointFiles:
+    """`ckpt` less the tensors of the MTP modules the spec declares (mtp_layers, HF
+    num_nextn_predict_layers): DeepSeek-V3 and GLM-4.5 store them as decoder layers numbered
+    after the model's, model.layers.<n_layers ...>.*. Neither transformers' class nor
+    archscope's model builds them, so they are skipped with a SkippedMTPWarning; a layer past
+    those stays unexpected (the check stays strict)."""
+    layer = re.compile(r"model\.layers\.(\d+)\.")
+    mtp = [name for name in ckpt.tensors if (m := layer.match(name))
+           and n_layers <= int(m[1]) < n_layers + mtp_layers]
+    if not mtp:
+        return ckpt
+    warnings.warn(SkippedMTPWarning(
+        f"{ckpt.folder}: skipped {len(mtp):,} tensors of the {mtp_layers} multi-token-prediction "
+        f"module(s) (model.layers.{n_layers}"
+        f"{'' if mtp_layers == 1 else f'..{n_layers + mtp_layers - 1}'}.*), which the model "
+        "does not run"), stacklevel=3)
+    skipped = set(mtp)
+    kept = {k: v for k, v in ckpt.tensors.items() if k not in skipped}
+    return dataclasses.replace(ckpt, tensors=kept)

@@ -22,6 +22,7 @@ from archscope.errors import InputError, SpecError
 from archscope.spec import load_spec, preset_names
 from archscope.spec.hf import write_hf_config
 from archscope.spec.hf_import import READERS, DefaultedKeyWarning, read_hf_config
+from archscope.spec.hf_keys import CLASS_OF
 
 QWEN2 = ("mistral-7b-v0.1", ("attention.bias=true", "attention.out_bias=false"))  # no preset
 BASES = {  # name: (preset, what-if) exported to config.json by archscope itself
@@ -312,7 +313,7 @@ def fuzz_bases(configs):
     from transformers import CONFIG_MAPPING  # warm: the first default looked up imports torch
 
     for model_type in READERS:
-        CONFIG_MAPPING[model_type]  # noqa: B018 - imports the config module
+        CONFIG_MAPPING[CLASS_OF.get(model_type, model_type)]  # noqa: B018 - imports it
     return FUZZ_BASES
 
 

@@ -34,6 +34,9 @@ def show_text(spec: ModelSpec, record, layer_modules: dict, details: dict,
     rows = [["total", commas(params.total), human(params.total)],
             ["active per token", commas(params.active), human(params.active)],
             ["embedding", commas(params.embedding), human(params.embedding)]]
+    if params.mtp:  # shipped in the checkpoint, run by no model here: apart from the total
+        rows.append([f"MTP modules ({spec.mtp_layers}, not in total)", commas(params.mtp),
+                     human(params.mtp)])
     if counted is not None:
         verdict = "matches" if counted == params.total else f"DIFFERS by {counted - params.total:+,}"
         rows.append(["counted (meta)", commas(counted), verdict])

@@ -1,0 +1,117 @@
+"""GLM-4.5 (transformers' glm4_moe, Glm4MoeForCausalLM): its config.json reader and writer,
+and the multi-token-prediction count DeepSeek-V3's reader shares.
+
+GLM-4.5 = Llama's skeleton + q/k/v bias with no o_proj bias + per-head QK-norm when
+`use_qk_norm` + RoPE on the first int(head_dim * partial_rotary_factor) dims of each head +
+DeepSeek-V3's MoE (sigmoid scores, a selection-only correction bias, group-limited top-k,
+routed_scaling_factor, shared experts) on every layer from `first_k_dense_replace` on.
+transformers' Glm4MoeTopkRouter and Glm4MoeMoE are DeepseekV3TopkRouter and DeepseekV3MoE
+line for line (5.23.0), so the spec's noaux_tc router is theirs.
+
+hf_readers registers the reader, hf_export the writer (both import this module, never the
+other way round: this module only uses the shared base helpers).
+"""
+
+from __future__ import annotations
+
+from archscope.errors import SpecError
+from archscope.spec.fields import to_mapping
+from archscope.spec.hf_keys import Defaulted, Keys
+from archscope.spec.hf_readers_base import _ACT, RENAMED, _act, _base, _heads, _select
+from archscope.spec.schema import ModelSpec
+
+_HF_ACT: dict[str, str] = {}
+for _hf, _ours in _ACT.items():  # ours -> the first HF spelling of it (gelu_tanh: gelu_new)
+    _HF_ACT.setdefault(_ours, _hf)
+_RENAMED_BACK = {ours: hf for hf, ours in RENAMED.items()}
+_PARTIAL = "partial_rotary_factor"
+_GLM_PARTIAL_DEFAULT = 0.5  # Glm4MoeConfig.__post_init__ sets it when the file has none
+
+
+def mtp_layers(c: Keys) -> int:
+    """num_nextn_predict_layers (transformers 5 also reads it as num_mtp_layers): the MTP
+    modules the checkpoint ships, which the model class does not build."""
+    return c.size(c.alias("num_nextn_predict_layers", "num_mtp_layers"), least=0)
+
+
+def _rotary_fraction(c: Keys) -> float:
+    """partial_rotary_factor: from rope_parameters (where transformers 5 saves it) or the older
+    rope_scaling, else the top-level key, else Glm4MoeConfig's 0.5 (not a dataclass field, so
+    the default lookup cannot see it: noted here)."""
+    for section in ("rope_parameters", "rope_scaling"):
+        params = c.mapping(section)
+        if params.get(_PARTIAL) is not None:
+            return c.number(f"{section}.{_PARTIAL}", value=params[_PARTIAL])
+    if c.raw.get(_PARTIAL) is not None:
+        return c.number(_PARTIAL)
+    c.defaulted.setdefault(_PARTIAL, Defaulted(_PARTIAL, _GLM_PARTIAL_DEFAULT, c.where))
+    return _GLM_PARTIAL_DEFAULT
+
+
+def _moe(c: Keys) -> dict:
+    """The routed and shared experts with Glm4MoeTopkRouter: always sigmoid noaux_tc (the
+    topk_method / scoring_func some GLM files carry, e.g. GLM-4.7-FP8's, may only agree)."""
+    c.text("topk_method", ("noaux_tc",), null=True, fallback=None, noun="routing method")
+    c.text("scoring_func", ("sigmoid",), null=True, fallback=None, noun="scoring function")
+    n, k = c.size("n_routed_experts"), c.size("num_experts_per_tok")
+    if k > n:
+        raise c.error("num_experts_per_tok", f"top-k ({k}) cannot exceed n_routed_experts ({n})")
+    router = {"method": "noaux_tc", "scoring": "sigmoid", "correction_bias": True,
+              "normalize": c.flag("norm_topk_prob"),
+              "scaling_factor": c.number("routed_scaling_factor"),
+              "n_group": c.size("n_group"), "topk_group": c.size("topk_group")}
+    return {"kind": "moe", "activation": _act(c), "n_experts": n, "top_k": k,
+            "d_expert": c.size("moe_intermediate_size"),
+            "n_shared_experts": c.size("n_shared_experts", least=0), "router": router}
+
+
+def read_glm4_moe(c: Keys) -> dict:
+    base = _base(c, read_elsewhere=(_PARTIAL,))
+    heads, kv, head_dim = _heads(c, base["d_model"])
+    attention = {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim,
+                 # attention_bias: q/k/v only; Glm4MoeAttention's o_proj never has one
+                 **({"bias": True, "out_bias": False} if c.flag("attention_bias") else {}),
+                 **({"qk_norm": "head"} if c.flag("use_qk_norm") else {}),
+                 "rotary_fraction": _rotary_fraction(c)}
+    out = {**base, "attention": attention, "mtp_layers": mtp_layers(c)}
+    n = base["n_layers"]
+    # Glm4MoeDecoderLayer: MoE when layer_idx >= first_k_dense_replace (no other rule)
+    dense = list(range(min(c.size("first_k_dense_replace", least=0), n)))
+    mlp = {"kind": "swiglu", "d_ff": c.size("intermediate_size"), "activation": _act(c)}
+    if len(dense) == n:
+        return {**out, "ffn": mlp}
+    out["ffn"] = _moe(c)
+    if dense:
+        out["layers"] = [{"select": _select(dense), "ffn": mlp}]
+    return out
+
+
+def write_glm4_moe(s: ModelSpec) -> dict:
+    """The keys Glm4MoeConfig reads; what it cannot hold (o_proj bias, full-width QK-norm, a
+    softmax router) comes back different, and hf_export's read-back names the key."""
+    p, a = s.position, s.attention
+    if p.kind != "rope":
+        raise SpecError(f"transformers' Glm4Moe uses RoPE, not {p.kind!r}", key="position.kind")
+    scaling = to_mapping(p.scaling) if p.scaling else {"kind": "default"}
+    rope = {"rope_type": scaling.pop("kind"), "rope_theta": p.theta,
+            _PARTIAL: a.rotary_fraction or 1.0,
+            **{_RENAMED_BACK.get(k, k): v for k, v in scaling.items()}}
+    moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
+    k = next((layer.index for layer in s.plan if layer.is_moe), s.n_layers)
+    out = {"vocab_size": s.vocab_size, "hidden_size": s.d_model, "num_hidden_layers": s.n_layers,
+           "max_position_embeddings": s.max_seq_len, "tie_word_embeddings": s.tie_embeddings,
+           "rms_norm_eps": s.norm.eps, "rope_parameters": rope,
+           "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
+           "head_dim": a.head_dim, "attention_bias": a.bias, "use_qk_norm": bool(a.qk_norm),
+           "hidden_act": _HF_ACT[(moe or s.plan[0].ffn).activation],
+           "first_k_dense_replace": k, "num_nextn_predict_layers": s.mtp_layers}
+    if k:
+        out["intermediate_size"] = s.plan[0].ffn.d_ff
+    if moe is not None:
+        r = moe.routing
+        out.update({"n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.top_k,
+                    "moe_intermediate_size": moe.d_expert,
+                    "n_shared_experts": moe.shared_experts, "n_group": r.n_group,
+                    "topk_group": r.topk_group, "norm_topk_prob": r.normalize,
+                    "routed_scaling_factor": r.scaling_factor})
+    return out
