@@ -61,6 +61,7 @@ LAYERS: dict[str, set[str] | str] = {
     "spec": PURE,  # no torch: YAML and config.json <-> ModelSpec
     "kinds": {"spec"} | PURE,  # names torch modules by import path, never imports them
     "estimate": {"kinds", "spec"} | PURE,  # no torch (tests/estimate/test_summary.py checks)
+    "hardware": {"errors"},  # the cited accelerator catalog; the CPU probe imports torch lazily
     "nn": {"kinds", "spec", "devices"} | PURE,
     "weights": {"nn", "kinds", "spec", "devices"} | PURE,
     "measure": {"nn", "estimate", "weights", "kinds", "spec", "devices"} | PURE,
