@@ -7,7 +7,9 @@ matmul) normalise q and k before RoPE: `head` over each head's head_dim (Qwen3: 
 head_dim), `full` over the whole projection (OLMo 2: n_heads*head_dim and n_kv_heads*head_dim).
 With attention.rope false the layer is NoPE (SmolLM3): q and k are not rotated (no weights
 change); attention.rotary_fraction rotates only the first dims of each head (GLM-4.5; none
-change either). The cache holds one key and one value per KV head per token:
+change either). With attention.sinks (gpt-oss) each query head has one learned logit that joins the
+softmax's denominator and is then dropped: n_heads parameters (`sinks`), no matmul (it meets
+no key), no cache (it is not a token). The cache holds one key and one value per KV head per token:
 2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window` tokens.
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from archscope.kinds.registry import register
-from archscope.kinds.base import AttentionKind, linear, norm
+from archscope.kinds.base import AttentionKind, Part, linear, norm
 from archscope.kinds.wording import (attention_extras, rope_text, scale_text, window_label,
                                      window_short)
 from archscope.units import bias_text, commas
@@ -43,9 +45,10 @@ def parts(attn, d: int):
            else [linear("attention.q_proj", d, q_width, attn.bias),
                  linear("attention.k_proj", d, kv_width, attn.bias),
                  linear("attention.v_proj", d, kv_width, attn.bias)])
+    sinks = [Part("attention.sinks", attn.n_heads)] if attn.sinks else []
     return [*qkv,
             *qk_norms,
-            linear("attention.o_proj", q_width, d, attn.has_out_bias)]
+            linear("attention.o_proj", q_width, d, attn.has_out_bias), *sinks]
 
 
 def qk_text(attn, lead: str = ", ") -> str:
@@ -53,6 +56,7 @@ def qk_text(attn, lead: str = ", ") -> str:
     if attn.rope and attn.rotary_fraction:  # partial RoPE (GLM-4.5): the rest pass through
         text += f"{lead}RoPE on {attn.rotary_dim} of {attn.head_dim} dims"
     text += lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
+    text += lead + "attention sinks" if attn.sinks else ""
     return text + (lead + "fused qkv_proj" if attn.fused_qkv else "")
 
 
@@ -63,7 +67,7 @@ def cache_elements(attn) -> int:
 def mha_projections(attn, d: int) -> dict[str, int]:
     """The same layer's projections with n_kv_heads = n_heads (norms left out), q, k and v
     apart even when fused (the comparison is per projection; a fusion changes no count)."""
-    mha = dataclasses.replace(attn, n_kv_heads=attn.n_heads, fused_qkv=None)
+    mha = dataclasses.replace(attn, n_kv_heads=attn.n_heads, fused_qkv=None, sinks=None)
     return {p.name.split(".", 1)[1]: p.params for p in parts(mha, d) if "norm" not in p.name}
 
 
@@ -102,8 +106,9 @@ def draw(g, spec, a):
     span = f"<br/>sliding window {commas(a.window)}" if a.window else ""
     share = (f"{a.group_size} query heads share each KV head" if a.group_size > 1
              else "one KV head per query head")
+    sink = "<br/>+ a learned sink logit per head in the softmax" if a.sinks else ""
     sdpa = g.node("sdpa", f"causal softmax(q·kᵀ {scale_text(spec, a.head_dim)})·v<br/>"
-                          f"{share}{span}")
+                          f"{share}{span}{sink}")
     o = g.node("o_proj", f"o_proj{bias_text(a.has_out_bias)}<br/>{a.n_heads}×{hd} → {d}")
     entry = list(dict.fromkeys([q, k, v]))
     q, k = _draw_qk_norm(g, a, q, k)

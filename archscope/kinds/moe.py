@@ -1,4 +1,5 @@
-"""Mixture of experts: a router d -> n_experts (no bias), n_experts routed SwiGLU experts of
+"""Mixture of experts: a router d -> n_experts (a bias with router.bias, gpt-oss), n_experts
+routed gated experts (SwiGLU; gpt-oss's clamped unit with ffn.limit, see swiglu) of
 d_expert, top_k per token, and the shared experts as ONE SwiGLU of n_shared_experts*d_expert.
 
 DeepSeek-V3's e_score_correction_bias (n_experts numbers per MoE layer, selection only) is a
@@ -12,12 +13,13 @@ from __future__ import annotations
 
 from archscope.kinds.registry import register
 from archscope.kinds.base import FFNKind, gated_parts, linear, merged
+from archscope.kinds.swiglu import clamp_text
 from archscope.units import commas, num
 
 
 def parts(ffn, d: int):
     expert = gated_parts("expert", d, ffn.d_expert, ffn.bias)
-    out = [linear("ffn.router", d, ffn.n_experts),
+    out = [linear("ffn.router", d, ffn.n_experts, ffn.routing.bias),
            merged("ffn.experts", expert, copies=ffn.n_experts, active=ffn.top_k)]
     if ffn.shared_experts:
         shared = gated_parts("shared", d, ffn.shared_experts * ffn.d_expert, ffn.bias)
@@ -34,8 +36,11 @@ def describe(f, d: int) -> str:
     routing = r.method + (f" ({r.topk_group} of {r.n_group} groups)"
                           if r.method != "greedy" else "")
     routing += ", sigmoid" if r.scoring == "sigmoid" else ""
+    unit = f" ({f.activation}{', bias' if f.bias else ''}{clamp_text(f)})" \
+        if f.limit is not None or f.bias else ""
+    routing += ", bias" if r.bias else ""
     return (f"MoE: {f.n_experts} experts, top-{f.top_k}{_shared(f)}, each SwiGLU "
-            f"{d}->{f.d_expert}->{d}; router {routing}")
+            f"{d}->{f.d_expert}->{d}{unit}; router {routing}")
 
 
 def draw(g, spec, f):
@@ -45,7 +50,8 @@ def draw(g, spec, f):
     router = g.node("router", f"router<br/>{d} → {f.n_experts}, {r.scoring}{bias}, "
                               f"top-{f.top_k}{groups}")
     experts = g.node("experts", f"{f.n_experts} routed experts, {f.top_k} per token<br/>"
-                                f"each SwiGLU {d} → {commas(f.d_expert)} → {d}")
+                                f"each SwiGLU {d} → {commas(f.d_expert)} → {d}"
+                                f"{clamp_text(f)}")
     weights = "weights renormalised" if r.normalize else f"{r.scoring} weights"
     scale = f" × {num(r.scaling_factor)}" if r.scaling_factor != 1 else ""
     combine = g.circle("combine", f"Σ gᵢ·Eᵢ(x){scale}")

@@ -3,6 +3,10 @@
 Three matrices: gate_proj and up_proj d -> d_ff, down_proj d_ff -> d (biases when ffn.bias);
 with ffn.fused_gate_up (Phi-3/Phi-4) gate_up_proj d -> 2*d_ff holds the first two, gate rows
 first: the same parameters and multiply-adds, named as the checkpoint's tensor.
+With ffn.limit (gpt-oss's swiglu_limit, here and in moe's experts) the unit is clamped:
+gate at most `limit`, up within [-limit, limit], and the product is act(gate) * (up + 1); with
+activation quick_gelu (x·sigmoid(1.702x)) that is gpt-oss's expert exactly. Elementwise, so
+no parameter and no matmul changes.
 Its activations: gate and up, 2 * d_ff per token.
 """
 
@@ -11,7 +15,12 @@ from __future__ import annotations
 from archscope.kinds.registry import register
 from archscope.kinds.base import FFNKind, gated_parts
 from archscope.kinds.wording import ACTIVATION_NAMES
-from archscope.units import bias_text, commas
+from archscope.units import bias_text, commas, num
+
+
+def clamp_text(f) -> str:
+    """', clamped ±7, up + 1' for a gated unit with a limit (gpt-oss), else ''."""
+    return f", clamped ±{num(f.limit)}, up + 1" if f.limit is not None else ""
 
 
 def draw_gated(g, spec, f, prefix: str = "", width: int | None = None, act_name: str | None = None):
@@ -23,7 +32,7 @@ def draw_gated(g, spec, f, prefix: str = "", width: int | None = None, act_name:
     else:
         gate = g.node(prefix + "gate", f"{prefix}gate_proj{bias_text(f.bias)}<br/>{d} → {ff}")
         up = g.node(prefix + "up", f"{prefix}up_proj{bias_text(f.bias)}<br/>{d} → {ff}")
-    act = g.node(prefix + "act", act_name or ACTIVATION_NAMES[f.activation])
+    act = g.node(prefix + "act", (act_name or ACTIVATION_NAMES[f.activation]) + clamp_text(f))
     mul = g.circle(prefix + "mul", "⊙")
     down = g.node(prefix + "down", f"{prefix}down_proj{bias_text(f.bias)}<br/>{ff} → {d}")
     g.edge(gate, act, "gate" if gate == up else None)
@@ -39,7 +48,7 @@ def fused_text(f) -> str:
 
 def describe(f, d: int) -> str:
     bias = ", bias" if f.bias else ""
-    return f"SwiGLU {d}->{f.d_ff}->{d} ({f.activation}{bias}{fused_text(f)})"
+    return f"SwiGLU {d}->{f.d_ff}->{d} ({f.activation}{bias}{fused_text(f)}{clamp_text(f)})"
 
 
 register(FFNKind(

@@ -36,4 +36,4 @@ def scale_text(spec, qk_dim: int) -> str:
 
 
 ACTIVATION_NAMES = {"silu": "SiLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU",
-                    "relu2": "squared ReLU"}
+                    "relu2": "squared ReLU", "quick_gelu": "quick GELU x·σ(1.702x)"}

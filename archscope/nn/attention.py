@@ -1,8 +1,8 @@
 """Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window,
 RoPE on q and k unless the layer is NoPE (attention.rope false, SmolLM3), on part of each head
 with attention.rotary_fraction (GLM-4.5), an optional RMSNorm of q and k (QK-norm: per head as
-in Qwen3, full width as in OLMo 2), and
-q, k and v from one fused projection or three (Phi-3's qkv_proj, Llama's q/k/v_proj)."""
+in Qwen3, full width as in OLMo 2), q, k and v from one fused projection or three (Phi-3's
+qkv_proj, Llama's q/k/v_proj), and optional attention sinks (gpt-oss: a learned logit per head in the softmax's denominator)."""
 
 from __future__ import annotations
 
@@ -16,16 +16,23 @@ from archscope.nn.rope import apply_partial_rope, apply_rope
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
 
-def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gqa: bool):
+def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gqa: bool,
+           sinks: torch.Tensor | None = None):
     """SDPA over q [B,H,T,D] and k/v [B,Hkv,S,D] for queries at positions start..start+T-1.
 
     Decides the mask: none for a single query over exactly its valid cache slots, `is_causal`
     for a plain prompt, an explicit causal/window mask otherwise. `start` may be a device
     tensor (a fixed-shape decode step reading every slot; `key_pos` then marks the valid ones).
     `gqa`: k/v have fewer heads than q. A static flag from the module, not read off the shapes,
-    so that tracing (fvcore, torch.jit) sees a Python bool.
+    so that tracing (fvcore, torch.jit) sees a Python bool. `sinks` [H]: see `attend_with_sinks`.
     """
     n_q = q.shape[2]
+    if sinks is not None:  # the same masks, one softmax that SDPA has no argument for
+        mask = None
+        if n_q > 1 or key_pos is not None:
+            query_pos = torch.arange(n_q, device=q.device) + start
+            mask = attention_mask(query_pos, query_pos if key_pos is None else key_pos, window)
+        return attend_with_sinks(q, k, v, mask, scale, sinks, gqa)
     if n_q == 1 and key_pos is None:
         return F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=gqa)
     if key_pos is None and window is None:
@@ -35,6 +42,22 @@ def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gq
         key_pos = query_pos
     mask = attention_mask(query_pos, key_pos, window)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
+
+
+def attend_with_sinks(q, k, v, mask, scale: float, sinks: torch.Tensor, gqa: bool):
+    """Attention whose softmax has one more logit per head, `sinks[h]`, with no value: it only
+    enlarges the denominator, so a head may attend to nothing (gpt-oss). Written out because
+    SDPA takes no such term; the matmuls are SDPA's (q.k over every key, the weights times v),
+    so FLOPs are unchanged. `mask` [T, S] bool (True: may attend) or None (every key)."""
+    if gqa:  # each key/value head serves a group of query heads
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scores = (q @ k.transpose(-1, -2)).float() * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    sink = sinks.float().view(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
+    weights = torch.cat((scores, sink), dim=-1).softmax(dim=-1)[..., :-1]
+    return weights.to(v.dtype) @ v
 
 
 class GQAAttention(nn.Module):
@@ -67,6 +90,7 @@ class GQAAttention(nn.Module):
         self.rotary = spec.position.kind == "rope" and attn.rope  # false: a NoPE layer
         # rotary_fraction < 1 (GLM-4.5): the model's cos/sin cover the first rotary_dim dims
         self.rotate = apply_rope if attn.rotary_dim == hd else apply_partial_rope
+        self.sinks = nn.Parameter(torch.empty(h)) if attn.sinks else None  # gpt-oss's
 
     def _heads(self, y, heads: int, norm: nn.Module, width: int):
         """[B, T, heads*head_dim] -> [B, heads, T, head_dim], normed in groups of `width`."""
@@ -94,7 +118,7 @@ class GQAAttention(nn.Module):
             kv, key_pos = cache.append({"k": k, "v": v}, start)
             k, v = kv["k"], kv["v"]
         out = attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale,
-                     gqa=self.n_kv_heads != self.n_heads)
+                     gqa=self.n_kv_heads != self.n_heads, sinks=self.sinks)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
     def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:

@@ -36,7 +36,7 @@ def init_weights(model: nn.Module, seed: int | None = 0) -> None:
         if isinstance(module, (nn.Linear, nn.Embedding)):
             module.weight.normal_(0.0, 0.02, generator=generator)
         for name, param in module.named_parameters(recurse=False):
-            if name == "bias":
+            if name in ("bias", "sinks"):  # attention sinks start neutral: a zero logit
                 param.zero_()
             elif not isinstance(module, (nn.Linear, nn.Embedding)) and param.dim() == 1:
                 param.fill_(1.0)  # norm scales

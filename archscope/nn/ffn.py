@@ -1,5 +1,5 @@
 """Feed-forward layers: the two-matrix MLP (GPT-2's GELU, Nemotron-H's squared ReLU) and the
-gated MLP (Llama's SwiGLU, Gemma's GeGLU)."""
+gated MLP (Llama's SwiGLU, Gemma's GeGLU; gpt-oss's clamped unit through `ffn.limit`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,24 @@ ACTIVATIONS = {
     "silu": F.silu,
     "relu": F.relu,
     "relu2": lambda x: torch.square(F.relu(x)),  # transformers' ReLUSquaredActivation
+    "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x),  # transformers' QuickGELUActivation
 }
+
+
+class GatedUnit(nn.Module):
+    """act(gate) * up; with `limit` (gpt-oss's swiglu_limit) gate is clamped above at limit,
+    up to [-limit, limit], and the product is act(gate) * (up + 1), as GptOssExperts computes.
+    gpt-oss's `gate * sigmoid(1.702 * gate)` is the quick_gelu activation."""
+
+    def __init__(self, activation: str, limit: float | None = None):
+        super().__init__()
+        self.act, self.limit = ACTIVATIONS[activation], limit
+
+    def forward(self, gate, up):
+        if self.limit is None:
+            return self.act(gate) * up
+        gate = gate.clamp(max=self.limit)
+        return self.act(gate) * (up.clamp(-self.limit, self.limit) + 1)
 
 
 class MLP(nn.Module):
@@ -37,7 +54,7 @@ class GatedMLP(nn.Module):
     chunks its output into gate, up), under its HF name so a checkpoint loads as it is."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool,
-                 fused: bool = False):
+                 fused: bool = False, limit: float | None = None):
         super().__init__()
         self.fused = fused
         if fused:
@@ -46,7 +63,7 @@ class GatedMLP(nn.Module):
             self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
             self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
         self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
-        self.act = ACTIVATIONS[activation]
+        self.glu = GatedUnit(activation, limit)
 
     def gate_up(self, x):
         if self.fused:
@@ -55,7 +72,7 @@ class GatedMLP(nn.Module):
 
     def forward(self, x):
         gate, up = self.gate_up(x)
-        return self.down_proj(self.act(gate) * up)
+        return self.down_proj(self.glu(gate, up))
 
 
 def mlp(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
@@ -63,12 +80,14 @@ def mlp(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
 
 
 def swiglu(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
-    return GatedMLP(spec.d_model, ffn.d_ff, ffn.activation, ffn.bias, bool(ffn.fused_gate_up))
+    return GatedMLP(spec.d_model, ffn.d_ff, ffn.activation, ffn.bias, bool(ffn.fused_gate_up),
+                    ffn.limit)
 
 
 def geglu(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
     """Gemma's MLP: the gated form with GELU (tanh approximation), which defines the kind."""
-    return GatedMLP(spec.d_model, ffn.d_ff, "gelu_tanh", ffn.bias, bool(ffn.fused_gate_up))
+    return GatedMLP(spec.d_model, ffn.d_ff, "gelu_tanh", ffn.bias, bool(ffn.fused_gate_up),
+                    ffn.limit)
 
 
 def relu2(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:

@@ -1,12 +1,14 @@
 """Mixture-of-experts FFN: a softmax router, routed SwiGLU experts, optional shared experts.
 
 One component covers DeepSeekMoE, Mixtral and GraniteMoe; only the spec's settings differ:
-- router `gate` (d_model -> n_experts, no bias), computed in fp32; scores = softmax(logits);
+- router `gate` (d_model -> n_experts; a bias when routing.bias, gpt-oss), computed in fp32;
+  scores = softmax(logits);
 - greedy: the top_k scores; group_limited_greedy (DeepSeek-V2): experts form n_group groups,
   a group's score is its best expert's, only the topk_group best groups are eligible;
 - routing.normalize: divide the chosen weights by their sum (Mixtral, GraniteMoe). That is
   exactly softmax over the chosen logits, which is how GraniteMoe writes it (top-k first,
-  softmax after): the softmax is monotonic, so both pick the same experts and weights;
+  softmax after): the softmax is monotonic, so both pick the same experts and weights
+  (gpt-oss's router is that too: top-k of the biased logits, softmax over them);
 - noaux_tc (DeepSeek-V3, scoring sigmoid): experts are chosen by score + e_score_correction_bias
   (a buffer, not a parameter), groups scored by the sum of their best two; the weights are the
   chosen experts' unbiased scores;
@@ -30,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archscope.nn.ffn import ACTIVATIONS, GatedMLP
+from archscope.nn.ffn import GatedMLP, GatedUnit
 from archscope.spec.schema import FFNSpec, ModelSpec, RouterSpec
 
 
@@ -41,12 +43,14 @@ class Router(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(n_experts, d_model))
         self.top_k, self.routing = top_k, routing
+        self.bias = nn.Parameter(torch.empty(n_experts)) if routing.bias else None
         if routing.correction_bias:  # a buffer, as transformers' DeepseekV3TopkRouter holds it
             self.register_buffer("e_score_correction_bias", torch.zeros(n_experts))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x [N, d] -> (weights [N, top_k] in fp32, expert indices [N, top_k])."""
-        logits = F.linear(x.float(), self.weight.float())
+        logits = F.linear(x.float(), self.weight.float(),
+                          None if self.bias is None else self.bias.float())
         r = self.routing
         scores = logits.sigmoid() if r.scoring == "sigmoid" else logits.softmax(dim=-1)
         if r.method == "noaux_tc":
@@ -87,15 +91,16 @@ def _keep_best_groups(scores: torch.Tensor, n_group: int, topk_group: int) -> to
 class RoutedExperts(nn.Module):
     """n_experts SwiGLU experts as two fused 3-D weights (transformers 5.x names and layout)."""
 
-    def __init__(self, n_experts: int, d_model: int, d_expert: int, activation: str, bias: bool):
+    def __init__(self, n_experts: int, d_model: int, d_expert: int, activation: str, bias: bool,
+                 limit: float | None = None):
         super().__init__()
         self.gate_up_proj = nn.Parameter(torch.empty(n_experts, 2 * d_expert, d_model))
         self.down_proj = nn.Parameter(torch.empty(n_experts, d_model, d_expert))
-        # Biases are not in any HF MoE we map; kept so `ffn.bias` means the same for every kind.
+        # Biases: gpt-oss's experts have them (gate_up_proj_bias rows as gate_up_proj's)
         self.gate_up_proj_bias = (nn.Parameter(torch.empty(n_experts, 2 * d_expert))
                                   if bias else None)
         self.down_proj_bias = nn.Parameter(torch.empty(n_experts, d_model)) if bias else None
-        self.act = ACTIVATIONS[activation]
+        self.glu = GatedUnit(activation, limit)  # act(gate) * up, or gpt-oss's clamped form
         self.batched = True  # False: the reference loop (same result, slower)
 
     def forward(self, x, weights, index):
@@ -114,7 +119,7 @@ def experts_reference(experts: RoutedExperts, x, weights, index) -> torch.Tensor
         h = F.linear(x[token], experts.gate_up_proj[e], None if bias is None else bias[e])
         gate, up = h.chunk(2, dim=-1)
         bias = experts.down_proj_bias
-        y = F.linear(experts.act(gate) * up, experts.down_proj[e],
+        y = F.linear(experts.glu(gate, up), experts.down_proj[e],
                      None if bias is None else bias[e])
         out.index_add_(0, token, (y * weights[token, slot, None]).to(x.dtype))
     return out
@@ -135,7 +140,7 @@ def experts_batched(experts: RoutedExperts, x, weights, index, method: str | Non
     if experts.gate_up_proj_bias is not None:
         h = h + experts.gate_up_proj_bias[expert_of_row]
     gate, up = h.chunk(2, dim=-1)
-    y = grouped_linear(experts.act(gate) * up, experts.down_proj, offsets, method)
+    y = grouped_linear(experts.glu(gate, up), experts.down_proj, offsets, method)
     if experts.down_proj_bias is not None:
         y = y + experts.down_proj_bias[expert_of_row]
     y = (y * weights.flatten()[order, None]).to(x.dtype)
@@ -213,9 +218,10 @@ class MoE(nn.Module):
         super().__init__()
         d = spec.d_model
         self.gate = Router(d, ffn.n_experts, ffn.top_k, ffn.routing)
-        self.experts = RoutedExperts(ffn.n_experts, d, ffn.d_expert, ffn.activation, ffn.bias)
+        self.experts = RoutedExperts(ffn.n_experts, d, ffn.d_expert, ffn.activation, ffn.bias,
+                                     ffn.limit)
         shared = ffn.shared_experts * ffn.d_expert  # one SwiGLU as wide as all of them
-        self.shared_experts = (GatedMLP(d, shared, ffn.activation, ffn.bias)
+        self.shared_experts = (GatedMLP(d, shared, ffn.activation, ffn.bias, limit=ffn.limit)
                                if shared else None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

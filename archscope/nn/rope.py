@@ -45,8 +45,10 @@ def _yarn(inv_freq: torch.Tensor, s: ScalingSpec, dim: int, theta: float):
     def correction_dim(rotations: float) -> float:
         return dim * math.log(s.original_max_seq_len / (rotations * 2 * math.pi)) / (2 * math.log(theta))
 
-    low = max(math.floor(correction_dim(beta_fast)), 0)
-    high = min(math.ceil(correction_dim(beta_slow)), dim - 1)
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if s.truncate is not False:  # transformers' default: whole dimensions (gpt-oss: not)
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
     if low == high:
         high += 0.001  # the ramp needs a non-empty interval
     ramp = ((torch.arange(dim // 2, dtype=torch.float32, device="cpu") - low) / (high - low)).clamp(0, 1)

@@ -43,6 +43,10 @@ class AttentionSpec:
     # rest pass through. null (or 1.0, stored as null: one spelling) rotates the whole head.
     # No parameter, cache element or matmul FLOP depends on it.
     rotary_fraction: float | None = None
+    # gqa: a learned logit per query head that joins the softmax's denominator and is then
+    # dropped (gpt-oss's attention sinks; n_heads parameters a layer, no cache, no matmul).
+    # null or false: none.
+    sinks: bool | None = None
     # MLA
     q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
     kv_lora_rank: int | None = None
@@ -56,6 +60,7 @@ class AttentionSpec:
         one_spelling(self, "fused_qkv")
         if self.rotary_fraction == 1 and not isinstance(self.rotary_fraction, bool):
             object.__setattr__(self, "rotary_fraction", None)  # the whole head: one spelling
+        one_spelling(self, "sinks")
 
     def validate(self) -> None:
         positive(self, "n_heads", "n_kv_heads", "head_dim", "window", *self.MLA_KEYS)
@@ -68,7 +73,7 @@ class AttentionSpec:
             absent_unless(self, "kind", "mla", *self.MLA_KEYS)
             self._check_rotary_fraction()
         else:
-            absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv", "rotary_fraction")
+            absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv", "rotary_fraction", "sinks")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
                                        "rope: false applies to gqa attention only")
             for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):

@@ -18,7 +18,8 @@ NormKind = Literal["layernorm", "rmsnorm"]
 PositionKind = Literal["learned", "rope", "none"]
 ScalingKind = Literal["llama3", "yarn", "linear"]
 FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
-Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2"]
+# quick_gelu: x * sigmoid(1.702 x) (transformers' ACT2FN name; gpt-oss's experts' gate)
+Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu"]
 RouterMethod = Literal["greedy", "group_limited_greedy", "noaux_tc"]
 RouterScoring = Literal["softmax", "sigmoid"]
 # pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
@@ -56,6 +57,9 @@ class ScalingSpec:
     beta_slow: float | None = None  # yarn
     mscale: float | None = None  # yarn (DeepSeek)
     mscale_all_dim: float | None = None  # yarn (DeepSeek)
+    # yarn: round the correction range out to whole dimensions (floor/ceil). null: true, as
+    # transformers' default; gpt-oss sets false (the fractional range, unrounded)
+    truncate: bool | None = None
 
     def validate(self) -> None:
         positive(self, "factor", "original_max_seq_len", "low_freq_factor", "high_freq_factor")
@@ -68,7 +72,7 @@ class ScalingSpec:
             require(self.original_max_seq_len is not None, "original_max_seq_len",
                     "required for yarn scaling")
         if self.kind != "yarn":
-            for name in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim"):
+            for name in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"):
                 absent_unless(self, "kind", "yarn", name)
         if self.kind != "llama3":
             absent_unless(self, "kind", "llama3", "low_freq_factor", "high_freq_factor")
@@ -100,6 +104,7 @@ class RouterSpec:
     scaling_factor: float = 1.0  # DeepSeek's routed_scaling_factor
     scoring: RouterScoring = "softmax"  # DeepSeek's scoring_func
     correction_bias: bool = False  # DeepSeek-V3's e_score_correction_bias (choice only; a buffer)
+    bias: bool = False  # the router Linear's own bias, added to the logits (gpt-oss)
 
     def validate(self) -> None:
         positive(self, "n_group", "topk_group", "scaling_factor")
@@ -138,6 +143,10 @@ class FFNSpec:
     # 2*d_ff, gate rows first (Phi-3/Phi-4). Same parameters and FLOPs; one tensor in the
     # checkpoint and the breakdown. null or false: gate_proj and up_proj.
     fused_gate_up: bool | None = None
+    # gated kinds and moe's experts: gpt-oss's clamped unit (HF swiglu_limit). gate is clamped
+    # above at `limit`, up to [-limit, limit], and the product is act(gate) * (up + 1): the +1
+    # comes with the clamp in gpt-oss. null: act(gate) * up, unclamped.
+    limit: float | None = None
 
     MOE_KEYS = ("n_experts", "top_k", "d_expert", "n_shared_experts", "router")
 
@@ -148,7 +157,10 @@ class FFNSpec:
         one_spelling(self, "fused_gate_up")
 
     def validate(self) -> None:
-        positive(self, "d_ff", "n_experts", "top_k", "d_expert")
+        positive(self, "d_ff", "n_experts", "top_k", "d_expert", "limit")
+        require(self.limit is None or self.kind in GATED_KINDS + ("moe",), "limit",
+                f"clamps a gated unit's gate and up (kinds {', '.join(GATED_KINDS)}, moe); "
+                f"kind '{self.kind}' has no gate")
         own = KIND_ACTIVATION.get(self.kind)
         if own is not None:
             require(self.activation == own, "activation",

@@ -15,12 +15,14 @@ from pathlib import Path
 from archscope.errors import SpecError
 from archscope.spec.fields import from_mapping, to_mapping
 from archscope.spec.hf_glm4_moe import write_glm4_moe
+from archscope.spec.hf_gpt_oss import write_gpt_oss
 from archscope.spec.hf_import import EXTRA_KEY, READERS, RENAMED, mapping_from_raw
 from archscope.spec.hf_keys import CLASS_OF
 from archscope.spec.resolved import differences
 from archscope.spec.schema import ModelSpec
 
-_HF_ACT = {"silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new"}
+_HF_ACT = {"silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new",
+           "quick_gelu": "quick_gelu"}
 # FFN kinds that no class written here has: kind -> what has it instead
 _NO_HF_CLASS = {"relu2": "a two-matrix squared-ReLU MLP (transformers' NemotronH has one, but its "
                          "layers are single Mamba, attention or MLP blocks, not what a spec "
@@ -33,6 +35,8 @@ def _family(s: ModelSpec) -> str:
     mla = any(layer.attention.kind == "mla" for layer in s.plan)
     if s.position.kind == "learned" and s.norm.kind == "layernorm" and s.ffn.kind == "mlp":
         return "gpt2"  # GPT-3 too: transformers has no GPT-3 class
+    if any(layer.attention.sinks for layer in s.plan):
+        return "gpt_oss"  # only GptOss's attention has sinks
     if any(f.routing.method == "noaux_tc" or f.routing.scoring == "sigmoid" for f in moe) or \
             any(layer.attention.rotary_fraction for layer in s.plan):
         # sigmoid noaux_tc routers: DeepseekV3 (MLA), Glm4Moe (GQA, also the one partial RoPE)
@@ -234,6 +238,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "deepseek_v2": ("DeepseekV2ForCausalLM", _to_deepseek_v2),
     "deepseek_v3": ("DeepseekV3ForCausalLM", _to_deepseek_v3),
     "glm4_moe": ("Glm4MoeForCausalLM", write_glm4_moe),
+    "gpt_oss": ("GptOssForCausalLM", lambda s: write_gpt_oss(s, _to_base(s))),
     "gpt2": ("GPT2LMHeadModel", _to_gpt2),
 }
 # every model type is both read and written (one read as another's class: written as that)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from archscope.errors import quote
 from archscope.spec.hf_glm4_moe import mtp_layers, read_glm4_moe
+from archscope.spec.hf_gpt_oss import read_gpt_oss
 from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import (_act, _base, _divides, _llama, _multipliers,
                                            _check_types, _patch, _select,
@@ -232,5 +233,6 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "deepseek_v3": _deepseek_v3,
     "kimi_k2": _deepseek_v3,  # Kimi K2's files name DeepseekV3ForCausalLM (hf_keys.CLASS_OF)
     "glm4_moe": read_glm4_moe,
+    "gpt_oss": read_gpt_oss,
     "gpt2": _gpt2,
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 from archscope.spec.hf_keys import Keys, what
 
 _ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",  # HF name -> ours
+        "quick_gelu": "quick_gelu",
         "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
 RENAMED = {"original_max_position_embeddings": "original_max_seq_len"}  # other RoPE keys match
 _FIXED = {"gpt2": {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
@@ -14,6 +15,7 @@ _ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 _ROPE_SIZES = ("original_max_position_embeddings",)
 _ROPE_POSITIVE = ("factor", "low_freq_factor", "high_freq_factor")
 _ROPE_NUMBERS = ("beta_fast", "beta_slow", "mscale", "mscale_all_dim")
+_ROPE_FLAGS = ("truncate",)  # yarn: round the correction range (gpt-oss: false)
 _LAYER_TYPES = ("full_attention", "sliding_attention")
 _CLASS = {"llama": "LlamaConfig", "deepseek_v2": "DeepseekV2Config", "gpt2": "GPT2Attention"}
 
@@ -52,10 +54,13 @@ def _rope(c: Keys, read_elsewhere: tuple[str, ...] = ()) -> dict:
             c.size(at(k), value=v)
         elif k in _ROPE_POSITIVE or k in _ROPE_NUMBERS:
             c.number(at(k), value=v, positive=k in _ROPE_POSITIVE)
+        elif k in _ROPE_FLAGS:
+            if not isinstance(v, bool):
+                raise c.error(at(k), f"expected true/false, {what(v)}")
         else:
             raise c.error(at(k), "archscope does not read this RoPE key; it reads rope_type, "
                                  f"rope_theta, {', '.join(_ROPE_SIZES + _ROPE_POSITIVE)}, "
-                                 f"{', '.join(_ROPE_NUMBERS)}")
+                                 f"{', '.join(_ROPE_NUMBERS + _ROPE_FLAGS)}")
         scaling[RENAMED.get(k, k)] = v
     return {"kind": "rope", "theta": theta, "scaling": scaling}
 

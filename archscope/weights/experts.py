@@ -59,8 +59,23 @@ def _regex(pattern: str) -> re.Pattern:
                       .replace(r"\{j\}", r"(?P<j>\d+)") + "$")
 
 
+def refuse_mxfp4(ckpt: CheckpointFiles) -> None:
+    """MXFP4 weights (a `NAME_blocks` of packed 4-bit values with its `NAME_scales`, as the
+    published gpt-oss checkpoints hold their experts) are refused by name: read as they are,
+    they would be garbage, and archscope does not dequantise them yet."""
+    for name in ckpt.tensors:
+        if name.endswith("_blocks") and name[:-len("_blocks")] + "_scales" in ckpt.tensors:
+            raise CheckpointError(
+                f"{ckpt.folder}: tensor {name} (with {name[:-len('_blocks')]}_scales) holds "
+                "MXFP4-quantised weights; MXFP4 dequantisation is not implemented yet. Load "
+                "a checkpoint saved unquantised (bf16/fp32), e.g. by transformers after "
+                "loading with Mxfp4Config(dequantize=True)")
+
+
 def merged_view(ckpt: CheckpointFiles, model_type: str) -> CheckpointFiles:
-    """`ckpt` with per-expert tensors shown as fused ones (unchanged when it has none)."""
+    """`ckpt` with per-expert tensors shown as fused ones (unchanged when it has none);
+    MXFP4-quantised tensors are refused (`refuse_mxfp4`)."""
+    refuse_mxfp4(ckpt)
     rules = [(_regex(src), dst, half, n) for src, dst, half, n in PER_EXPERT.get(model_type, [])]
     renames = [(_regex(src), dst) for src, dst in RENAMED.get(model_type, [])]
     tensors, pieces, renamed = {}, {}, {}

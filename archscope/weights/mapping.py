@@ -5,6 +5,7 @@ of ours, split along `split_dim` in the targets' sizes (GPT-2's c_attn holds q, 
 `conv1d` marks GPT-2's Conv1D, which stores weights as [in, out], the transpose of nn.Linear.
 `alias` marks an older checkpoint name of a tensor another rule already maps: it is read, but
 `ours_to_hf` writes only the current name.
+`layout` names a re-arrangement between HF's tensor and ours (see LAYOUTS: gpt-oss's experts).
 Patterns use `{i}` for the layer index and `{p}` for the parameter name (weight or bias).
 
 MoE experts: transformers 5.x holds each layer's routed experts as two fused 3-D tensors,
@@ -31,6 +32,7 @@ class Rule:
     conv1d: bool = False
     split_dim: int = 0
     alias: bool = False
+    layout: str | None = None  # a key of LAYOUTS
 
     def regex(self) -> re.Pattern:
         pattern = re.escape(self.hf).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
@@ -134,6 +136,43 @@ PHI3 = tuple(r for r in LLAMA if not any(f".{proj}." in r.hf for proj in
 # with its correction bias, fused experts, shared_experts); dense first layers: Llama's mlp
 _SHARED = tuple(r for r in DEEPSEEK_V3 if ".mlp.shared_experts." in r.hf or ".mlp.gate." in r.hf)
 GLM4_MOE = QWEN3 + MOE + tuple(r for r in _SHARED if r not in MOE)
+def _deinterleave(t: torch.Tensor) -> torch.Tensor:
+    """[..., 2f] with gate and up alternating (gate at even positions) -> [..., 2f] gate first."""
+    return torch.cat((t[..., 0::2], t[..., 1::2]), dim=-1)
+
+
+def _interleave(t: torch.Tensor) -> torch.Tensor:
+    """The inverse: [..., 2f] gate first -> gate and up alternating."""
+    gate, up = t.chunk(2, dim=-1)
+    return torch.stack((gate, up), dim=-1).flatten(-2)
+
+
+def _swap(t: torch.Tensor) -> torch.Tensor:
+    return t.transpose(-1, -2)
+
+
+# layout: (HF -> ours, ours -> HF). gpt-oss's GptOssExperts multiplies x @ W, so its expert
+# weights are ours transposed ([E, d, 2f] and [E, f, d]), and its gate_up_proj (and its bias)
+# alternate gate and up columns where ours has gate rows then up rows.
+LAYOUTS = {
+    "interleaved_gate_up": (lambda t: _swap(_deinterleave(t)), lambda t: _interleave(_swap(t))),
+    "interleaved": (_deinterleave, _interleave),
+    "transposed": (_swap, _swap),
+}
+
+# gpt-oss = Llama attention (biased, plus self_attn.sinks) + a MoE under `mlp` with a biased
+# `router` and biased experts in GptOssExperts' layout.
+_OSS = "model.layers.{i}.mlp"
+GPT_OSS = LLAMA + _rules(
+    (f"{_ATTN}.sinks", "layers.{i}.self_attn.sinks"),
+    (f"{_OSS}.router.{{p}}", "layers.{i}.mlp.gate.{p}"),
+    (f"{_OSS}.experts.gate_up_proj", "layers.{i}.mlp.experts.gate_up_proj",
+     {"layout": "interleaved_gate_up"}),
+    (f"{_OSS}.experts.gate_up_proj_bias", "layers.{i}.mlp.experts.gate_up_proj_bias",
+     {"layout": "interleaved"}),
+    (f"{_OSS}.experts.down_proj", "layers.{i}.mlp.experts.down_proj", {"layout": "transposed"}),
+    (f"{_OSS}.experts.down_proj_bias", "layers.{i}.mlp.experts.down_proj_bias"),
+)
 
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
@@ -141,6 +180,7 @@ TABLES: dict[str, tuple[Rule, ...]] = {
     "smollm3": LLAMA,  # SmolLM3 = Llama's names; NoPE changes no weight
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
     "deepseek_v3": DEEPSEEK_V3, "glm4_moe": GLM4_MOE,
+    "deepseek_v3": DEEPSEEK_V3, "gpt_oss": GPT_OSS,
 }
 
 
@@ -159,7 +199,9 @@ def _fill(pattern: str, match: re.Match) -> str:
     return out
 
 
-def _transposed(t: torch.Tensor, rule: Rule) -> torch.Tensor:
+def _transposed(t: torch.Tensor, rule: Rule, to_hf: bool = False) -> torch.Tensor:
+    if rule.layout is not None:
+        return LAYOUTS[rule.layout][int(to_hf)](t)
     return t.t() if rule.conv1d and t.dim() == 2 else t
 
 
@@ -208,5 +250,5 @@ def ours_to_hf(table, our_tensors: dict) -> dict:
                 continue
             parts = [our_tensors[_fill(p, m)] for p in rule.ours]
             tensor = parts[0] if len(parts) == 1 else torch.cat(parts, dim=rule.split_dim)
-            out[_fill(rule.hf, m)] = _transposed(tensor, rule).contiguous()
+            out[_fill(rule.hf, m)] = _transposed(tensor, rule, to_hf=True).contiguous()
     return out

@@ -45,7 +45,7 @@ def test_preset_round_trips_through_transformers(name, tmp_path):
     ("mistral-7b-v0.1", "mistral"), ("mixtral-8x7b", "mixtral"), ("deepseek-v2", "deepseek_v2"),
     ("granite-3.0-2b", "granite"), ("granite-3.0-3b-a800m", "granitemoe"),
     ("qwen3-8b", "qwen3"), ("olmo-2-7b", "olmo2"), ("phi-4", "phi3"),
-    ("qwen3-30b-a3b", "qwen3_moe"), ("deepseek-v3", "deepseek_v3")])
+    ("qwen3-30b-a3b", "qwen3_moe"), ("deepseek-v3", "deepseek_v3"), ("gpt-oss-20b", "gpt_oss")])
 def test_export_picks_the_class_from_the_structure(name, model_type):
     if name not in preset_names():
         pytest.skip(f"preset {name} not shipped")
@@ -109,7 +109,8 @@ def test_deepseek_v2_config(tmp_path):
     assert (f.kind, f.n_experts, f.top_k, f.d_expert, f.n_shared_experts) == ("moe", 16, 4, 64, 2)
     assert to_mapping(f.router) == {"method": "group_limited_greedy", "n_group": 4,
                                     "topk_group": 2, "normalize": False, "scaling_factor": 16.0,
-                                    "scoring": "softmax", "correction_bias": False}
+                                    "scoring": "softmax", "correction_bias": False,
+                                    "bias": False}
     assert to_mapping(spec.layers) == [
         {"select": "0:1", "ffn": {"kind": "swiglu", "d_ff": 512, "activation": "silu"}}]
     assert [layer.ffn.kind for layer in spec.plan] == ["swiglu", "moe", "moe", "moe"]

@@ -1,0 +1,153 @@
+"""gpt-oss (attention sinks, alternating sliding/full layers, biased q/k/v/o, YaRN with
+truncate false, a biased router and the clamped expert unit) against transformers' own
+GptOssForCausalLM: logits of a tiny config built both ways with the same weights, for a prompt
+longer than the window and 13 cached decode steps (fp32); the same weights without the sinks,
+without the clamp, or with the YaRN range truncated, far off, so the tests exercise each; the
+presets' parameters on the meta device, FLOPs under FlopCounterMode and cache bytes after a
+real prefill.
+"""
+
+import copy
+
+import pytest
+import torch
+
+from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
+from archscope.nn import build_model
+from archscope.spec import load_spec
+from archscope.weights import ours_to_hf, table_for
+from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
+                    hf_eager_prefill_flops, hf_model, load_same_weights, max_diff,
+                    meta_param_counts, tiny_spec)
+
+TOL = 1e-4
+T, PREFILL, WINDOW = 22, 9, 4  # a 9-token prompt over a window of 4, then 13 cached steps
+# head_dim 16, theta 1e4, an original context of 4096: YaRN's correction range is (2.62, 5.63),
+# which truncation would round to (2, 6), so truncate false changes 4 of the 8 frequencies
+YARN = dict(kind="yarn", factor=4.0, original_max_seq_len=4096, beta_fast=32.0, beta_slow=1.0,
+            truncate=False)
+# the clamp at 1.5 engages on the tiny model's gate and up values (std about 1.6)
+OSS = dict(n_layers=4, position=dict(kind="rope", theta=10000.0, scaling=YARN),
+           attention=dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=16, bias=True,
+                          sinks=True),
+           ffn=dict(kind="moe", n_experts=8, top_k=2, d_expert=32, activation="quick_gelu",
+                    bias=True, limit=1.5, router=dict(bias=True)),
+           layers=[dict(select="0::2", attention=dict(window=WINDOW))])
+
+
+def _spec(**changes):
+    return tiny_spec(**{**OSS, **changes})
+
+
+@pytest.fixture(scope="module")
+def setup():
+    spec = _spec()
+    hf, model_type = hf_model(spec)
+    with torch.no_grad():  # sinks of a few units: a head's attention visibly leaks to them
+        for layer in hf.model.layers:
+            layer.self_attn.sinks.mul_(10)
+    ours = load_same_weights(spec, hf, model_type)
+    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        reference = hf(ids).logits
+    return spec, hf, ours, ids, reference
+
+
+def test_transformers_builds_gpt_oss_as_the_spec_says(setup):
+    spec, hf, ours, _, _ = setup
+    assert type(hf).__name__ == "GptOssForCausalLM"
+    assert hf.config.layer_types == [layer.layer_type for layer in spec.plan] == [
+        "sliding_attention", "full_attention"] * 2
+    assert [layer.self_attn.sliding_window for layer in hf.model.layers] == [WINDOW, None] * 2
+    assert hf.config.rope_parameters["truncate"] is False and hf.config.swiglu_limit == 1.5
+    assert torch.equal(ours.layers[1].self_attn.sinks, hf.model.layers[1].self_attn.sinks)
+    assert hf.model.layers[0].self_attn.sinks.abs().max() > 1.0
+
+
+def test_prefill_logits_match(setup):
+    _, _, ours, ids, reference = setup
+    assert reference.abs().max() > 1.0  # not vacuous
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) < TOL
+
+
+def test_cached_decoding_matches(setup):
+    _, _, ours, ids, reference = setup
+    assert max_diff(decode_stepwise(ours, ids, prefill=PREFILL), reference) < TOL
+
+
+@torch.no_grad()
+def test_decoding_at_a_device_position_matches(setup):
+    """The fixed-shape step (cache length on the device, every slot read under a mask) that
+    CUDA graphs capture: the sinks path takes the same mask."""
+    _, _, ours, ids, reference = setup
+    cache = ours.new_cache(ids.shape[0], ids.shape[1])
+    outs = [ours(ids[:, :PREFILL], cache)]
+    cache.keep_length_on_device()
+    outs += [ours(ids[:, i:i + 1], cache) for i in range(PREFILL, T)]
+    assert max_diff(torch.cat(outs, dim=1), reference) < TOL
+
+
+def test_dropping_the_sinks_breaks_parity(setup):
+    """The same weights with no sink logit in the softmax (plain SDPA): far off."""
+    _, _, ours, ids, reference = setup
+    other = copy.deepcopy(ours)
+    for layer in other.layers:
+        layer.self_attn.sinks = None
+    with torch.no_grad():
+        assert max_diff(other(ids), reference) > 1e-2
+        assert max_diff(decode_stepwise(other, ids, prefill=PREFILL), reference) > 1e-2
+
+
+@pytest.mark.parametrize("change", [
+    {"ffn": {**OSS["ffn"], "limit": None}},  # no clamp and no +1 on up
+    {"position": {**OSS["position"], "scaling": {**YARN, "truncate": True}}},
+], ids=["no-limit", "truncated-yarn"])
+def test_other_settings_break_parity(setup, change):
+    _, hf, _, ids, reference = setup
+    other = load_same_weights(_spec(**change), hf, "gpt_oss")
+    with torch.no_grad():
+        assert max_diff(other(ids), reference) > 1e-3
+
+
+def test_weight_table_round_trips(setup):
+    """archscope's state written back under transformers' names (gate/up interleaved, experts
+    transposed) is transformers' state_dict, tensor for tensor."""
+    _, hf, ours, _, _ = setup
+    theirs = hf.state_dict()
+    back = ours_to_hf(table_for("gpt_oss"), ours.state_dict())
+    assert set(back) == set(theirs)
+    assert all(torch.equal(back[k], theirs[k]) for k in theirs)
+
+
+def test_prefill_flops_match_transformers_exactly(setup):
+    """Sinks add no matmul; GptOssExperts' eager loop runs top_k experts per token."""
+    spec = setup[0]
+    assert prefill_flops(spec, 10, batch=2, attention="full").total == \
+        hf_eager_prefill_flops(spec, experts_implementation="eager")
+
+
+def test_cache_after_a_real_prefill_holds_the_estimate(setup):
+    spec, _, ours, ids, _ = setup
+    assert held_cache_bytes(ours, ids, 2 * T) == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
+
+
+def test_tiny_active_params_equal_the_built_modules(setup):
+    spec, _, ours, _, _ = setup
+    assert count_params(spec).active == active_params_from_modules(ours)
+
+
+@pytest.mark.parametrize("name, total, active", [
+    ("gpt-oss-20b", 20_914_757_184, 4_187_440_704),
+    ("gpt-oss-120b", 116_829_156_672, 5_711_982_912),
+])
+def test_preset_params_on_meta_equal_transformers_and_the_estimate(name, total, active):
+    spec = load_spec(name)
+    ours_count, theirs_count, theirs = meta_param_counts(spec)
+    assert type(theirs).__name__ == "GptOssForCausalLM"
+    p = count_params(spec)
+    assert ours_count == theirs_count == p.total == total
+    assert p.active == active_params_from_modules(build_model(spec, device="meta")) == active
+    assert p.breakdown["attention.sinks"] == spec.n_layers * 64
+    # the card's active figures (3.6B, 5.1B) leave the embedding out
+    assert round((p.active - p.embedding) / 1e8) == {"gpt-oss-20b": 36, "gpt-oss-120b": 51}[name]
