@@ -14,20 +14,19 @@ from pathlib import Path
 
 from archscope.errors import SpecError
 from archscope.spec.fields import from_mapping, to_mapping
+from archscope.spec.hf_deepseek import write_deepseek_v2, write_deepseek_v3
 from archscope.spec.hf_glm4_moe import write_glm4_moe
 from archscope.spec.hf_gpt_oss import write_gpt_oss
-from archscope.spec.hf_import import EXTRA_KEY, READERS, RENAMED, mapping_from_raw
+from archscope.spec.hf_import import EXTRA_KEY, READERS, mapping_from_raw
 from archscope.spec.hf_keys import CLASS_OF
+from archscope.spec.hf_writers_base import HF_ACT, to_base, without
 from archscope.spec.resolved import differences
 from archscope.spec.schema import ModelSpec
 
-_HF_ACT = {"silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new",
-           "quick_gelu": "quick_gelu"}
 # FFN kinds that no class written here has: kind -> what has it instead
 _NO_HF_CLASS = {"relu2": "a two-matrix squared-ReLU MLP (transformers' NemotronH has one, but its "
                          "layers are single Mamba, attention or MLP blocks, not what a spec "
                          "describes)"}
-_RENAMED_BACK = {ours: hf for hf, ours in RENAMED.items()}
 
 
 def _family(s: ModelSpec) -> str:
@@ -60,31 +59,18 @@ def _family(s: ModelSpec) -> str:
     return "mistral" if any(layer.window for layer in s.plan) else "llama"
 
 
-def _to_base(s: ModelSpec) -> dict:
-    p = s.position
-    if p.kind != "rope":
-        raise SpecError(f"this transformers class uses RoPE, not {p.kind!r}", key="position.kind")
-    scaling = to_mapping(p.scaling) if p.scaling else {"kind": "default"}
-    rope = {"rope_type": scaling.pop("kind"), "rope_theta": p.theta,
-            **{_RENAMED_BACK.get(k, k): v for k, v in scaling.items()}}
-    return {"vocab_size": s.vocab_size, "hidden_size": s.d_model,
-            "num_hidden_layers": s.n_layers, "max_position_embeddings": s.max_seq_len,
-            "tie_word_embeddings": s.tie_embeddings, "rms_norm_eps": s.norm.eps,
-            "rope_parameters": rope}
-
-
 def _to_llama(s: ModelSpec) -> dict:
     a, f = s.attention, s.ffn
     # GeGLU is LlamaMLP's gated form with Gemma's activation (it reads back as swiglu with
     # gelu_tanh, the same network: see resolved._SAME_NETWORK; the extra key keeps `geglu`)
-    act = "gelu_pytorch_tanh" if f.kind == "geglu" else _HF_ACT[f.activation]
-    return {**_to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
+    act = "gelu_pytorch_tanh" if f.kind == "geglu" else HF_ACT[f.activation]
+    return {**to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
             "head_dim": a.head_dim, "attention_bias": a.bias, "intermediate_size": f.d_ff,
             "hidden_act": act, "mlp_bias": f.bias}
 
 
 def _to_mistral(s: ModelSpec) -> dict:
-    return {**_without(_to_llama(s), "attention_bias", "mlp_bias"),
+    return {**without(_to_llama(s), "attention_bias", "mlp_bias"),
             "sliding_window": s.attention.window}
 
 
@@ -105,7 +91,7 @@ def _to_granite(s: ModelSpec) -> dict:
 
 
 def _to_granitemoe(s: ModelSpec) -> dict:
-    return {**_without(_to_granite(s), "mlp_bias"), **_to_moe(s)}
+    return {**without(_to_granite(s), "mlp_bias"), **_to_moe(s)}
 
 
 def _windows(s: ModelSpec) -> dict:
@@ -118,11 +104,11 @@ def _windows(s: ModelSpec) -> dict:
 
 
 def _to_qwen2(s: ModelSpec) -> dict:
-    return {**_without(_to_llama(s), "attention_bias", "mlp_bias"), **_windows(s)}
+    return {**without(_to_llama(s), "attention_bias", "mlp_bias"), **_windows(s)}
 
 
 def _to_qwen3(s: ModelSpec) -> dict:  # Qwen2's windows, Llama's attention_bias (o_proj too)
-    return {**_without(_to_llama(s), "mlp_bias"), **_windows(s)}
+    return {**without(_to_llama(s), "mlp_bias"), **_windows(s)}
 
 
 def _to_qwen3_moe(s: ModelSpec) -> dict:
@@ -132,9 +118,9 @@ def _to_qwen3_moe(s: ModelSpec) -> dict:
     dense = [layer.index for layer in s.plan if not layer.is_moe]
     window = next((layer.window for layer in s.plan if layer.window), None)
     a = s.attention
-    out = {**_to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
+    out = {**to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
            "head_dim": a.head_dim, "attention_bias": a.bias,
-           "hidden_act": _HF_ACT[moe.activation], "num_experts": moe.n_experts,
+           "hidden_act": HF_ACT[moe.activation], "num_experts": moe.n_experts,
            "num_experts_per_tok": moe.top_k, "moe_intermediate_size": moe.d_expert,
            "norm_topk_prob": moe.routing.normalize, "decoder_sparse_step": 1,
            "mlp_only_layers": dense, "use_sliding_window": window is not None,
@@ -158,7 +144,7 @@ def _to_smollm3(s: ModelSpec) -> dict:
 
 
 def _to_olmo2(s: ModelSpec) -> dict:  # Llama's keys; the norms are implied by the class
-    return _without(_to_llama(s), "mlp_bias")
+    return without(_to_llama(s), "mlp_bias")
 
 
 def _to_phi3(s: ModelSpec) -> dict:  # Mistral's keys; the fusions are implied by the class
@@ -167,59 +153,10 @@ def _to_phi3(s: ModelSpec) -> dict:  # Mistral's keys; the fusions are implied b
     return {**_to_mistral(s), "bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
 
 
-def _to_deepseek_v2(s: ModelSpec) -> dict:
-    a, first = s.attention, s.plan[0].ffn
-    if s.d_model % a.n_heads:  # DeepseekV2Config refuses to load otherwise
-        raise SpecError(f"transformers' DeepseekV2Config needs d_model ({s.d_model}) divisible "
-                        f"by n_heads ({a.n_heads})", key="attention.n_heads")
-    moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
-    k = next((layer.index for layer in s.plan if layer.is_moe), s.n_layers)
-    out = {**_to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.n_heads,
-           "attention_bias": a.bias, **{key: getattr(a, key) for key in a.MLA_KEYS},
-           "hidden_act": _HF_ACT[(moe or first).activation], "mlp_bias": (moe or first).bias,
-           "first_k_dense_replace": k, **({"intermediate_size": first.d_ff} if k else {})}
-    if moe is None:
-        return out
-    r = moe.routing
-    if r.normalize:  # the original DeepSeek code honours norm_topk_prob; transformers' port does not
-        raise SpecError("transformers' DeepseekV2 never renormalises the top-k weights (it "
-                        "ignores norm_topk_prob), so normalize: true would build another model",
-                        key="ffn.router.normalize")
-    return {**out, "n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.top_k,
-            "moe_intermediate_size": moe.d_expert, "n_shared_experts": moe.shared_experts,
-            "topk_method": r.method, "n_group": r.n_group, "topk_group": r.topk_group,
-            "norm_topk_prob": r.normalize, "routed_scaling_factor": r.scaling_factor}
-
-
-def _to_deepseek_v3(s: ModelSpec) -> dict:
-    """DeepSeek-V2's keys less those DeepseekV3 has no use for (it always routes noaux_tc with
-    sigmoid scores and reads no mlp_bias); an unrepresentable spec is named by the read-back."""
-    moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
-    first, r = s.plan[0].ffn, (moe.routing if moe else None)
-    out = {**_to_deepseek_v2(_without_normalize(s)), "rope_interleave": True}
-    for key in ("mlp_bias", "topk_method"):
-        out.pop(key, None)
-    if moe is not None:
-        out.update({"norm_topk_prob": r.normalize, "scoring_func": "sigmoid",
-                    "topk_method": "noaux_tc"})
-    out["hidden_act"] = _HF_ACT[(moe or first).activation]
-    out["num_nextn_predict_layers"] = s.mtp_layers  # not built by the class; counted apart
-    return out
-
-
-def _without_normalize(s: ModelSpec) -> ModelSpec:
-    """`s` with normalize off (V2's writer refuses it; V3 honours it), else unchanged."""
-    if not any(layer.is_moe and layer.ffn.routing.normalize for layer in s.plan):
-        return s
-    import dataclasses
-    router = dataclasses.replace(s.ffn.routing, normalize=False)
-    return dataclasses.replace(s, ffn=dataclasses.replace(s.ffn, router=router))
-
-
 def _to_gpt2(s: ModelSpec) -> dict:
     return {"vocab_size": s.vocab_size, "n_embd": s.d_model, "n_layer": s.n_layers,
             "n_head": s.attention.n_heads, "n_positions": s.max_seq_len, "n_inner": s.ffn.d_ff,
-            "activation_function": _HF_ACT[s.ffn.activation],
+            "activation_function": HF_ACT[s.ffn.activation],
             "layer_norm_epsilon": s.norm.eps, "tie_word_embeddings": s.tie_embeddings}
 
 
@@ -235,10 +172,10 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "phi3": ("Phi3ForCausalLM", _to_phi3),
     "granite": ("GraniteForCausalLM", _to_granite),
     "granitemoe": ("GraniteMoeForCausalLM", _to_granitemoe),
-    "deepseek_v2": ("DeepseekV2ForCausalLM", _to_deepseek_v2),
-    "deepseek_v3": ("DeepseekV3ForCausalLM", _to_deepseek_v3),
+    "deepseek_v2": ("DeepseekV2ForCausalLM", write_deepseek_v2),
+    "deepseek_v3": ("DeepseekV3ForCausalLM", write_deepseek_v3),
     "glm4_moe": ("Glm4MoeForCausalLM", write_glm4_moe),
-    "gpt_oss": ("GptOssForCausalLM", lambda s: write_gpt_oss(s, _to_base(s))),
+    "gpt_oss": ("GptOssForCausalLM", lambda s: write_gpt_oss(s, to_base(s))),
     "gpt2": ("GPT2LMHeadModel", _to_gpt2),
 }
 # every model type is both read and written (one read as another's class: written as that)
@@ -264,7 +201,7 @@ def spec_to_hf_config(spec: ModelSpec) -> dict:
         raise SpecError(f"transformers' {model_type} config ({arch}) cannot express this: "
                         f"{at} would get {theirs!r} instead of {ours!r}", where=spec.name, key=key)
     cfg[EXTRA_KEY] = {"name": spec.name, "source": spec.source,
-                      **_diff(_without(to_mapping(spec), "extends"), to_mapping(back))}
+                      **_diff(without(to_mapping(spec), "extends"), to_mapping(back))}
     return cfg
 
 
@@ -297,8 +234,3 @@ def _diff(ours: dict, theirs: dict) -> dict:
         if a != b:
             out[key] = _diff(a, b) if isinstance(a, dict) and isinstance(b, dict) else a
     return out
-
-
-def _without(mapping: dict, *keys: str) -> dict:
-    return {k: v for k, v in mapping.items() if k not in keys}
-

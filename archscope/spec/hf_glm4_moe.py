@@ -1,5 +1,4 @@
-"""GLM-4.5 (transformers' glm4_moe, Glm4MoeForCausalLM): its config.json reader and writer,
-and the multi-token-prediction count DeepSeek-V3's reader shares.
+"""GLM-4.5 (transformers' glm4_moe, Glm4MoeForCausalLM): its config.json reader and writer.
 
 GLM-4.5 = Llama's skeleton + q/k/v bias with no o_proj bias + per-head QK-norm when
 `use_qk_norm` + RoPE on the first int(head_dim * partial_rotary_factor) dims of each head +
@@ -14,24 +13,13 @@ other way round: this module only uses the shared base helpers).
 
 from __future__ import annotations
 
-from archscope.errors import SpecError
-from archscope.spec.fields import to_mapping
 from archscope.spec.hf_keys import Defaulted, Keys
-from archscope.spec.hf_readers_base import _ACT, RENAMED, _act, _base, _heads, _select
+from archscope.spec.hf_readers_base import _act, _base, _heads, _select, mtp_layers
+from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
 
-_HF_ACT: dict[str, str] = {}
-for _hf, _ours in _ACT.items():  # ours -> the first HF spelling of it (gelu_tanh: gelu_new)
-    _HF_ACT.setdefault(_ours, _hf)
-_RENAMED_BACK = {ours: hf for hf, ours in RENAMED.items()}
 _PARTIAL = "partial_rotary_factor"
 _GLM_PARTIAL_DEFAULT = 0.5  # Glm4MoeConfig.__post_init__ sets it when the file has none
-
-
-def mtp_layers(c: Keys) -> int:
-    """num_nextn_predict_layers (transformers 5 also reads it as num_mtp_layers): the MTP
-    modules the checkpoint ships, which the model class does not build."""
-    return c.size(c.alias("num_nextn_predict_layers", "num_mtp_layers"), least=0)
 
 
 def _rotary_fraction(c: Keys) -> float:
@@ -89,21 +77,15 @@ def read_glm4_moe(c: Keys) -> dict:
 def write_glm4_moe(s: ModelSpec) -> dict:
     """The keys Glm4MoeConfig reads; what it cannot hold (o_proj bias, full-width QK-norm, a
     softmax router) comes back different, and hf_export's read-back names the key."""
-    p, a = s.position, s.attention
-    if p.kind != "rope":
-        raise SpecError(f"transformers' Glm4Moe uses RoPE, not {p.kind!r}", key="position.kind")
-    scaling = to_mapping(p.scaling) if p.scaling else {"kind": "default"}
-    rope = {"rope_type": scaling.pop("kind"), "rope_theta": p.theta,
-            _PARTIAL: a.rotary_fraction or 1.0,
-            **{_RENAMED_BACK.get(k, k): v for k, v in scaling.items()}}
+    a = s.attention
+    base = to_base(s)
+    base["rope_parameters"][_PARTIAL] = a.rotary_fraction or 1.0
     moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
     k = next((layer.index for layer in s.plan if layer.is_moe), s.n_layers)
-    out = {"vocab_size": s.vocab_size, "hidden_size": s.d_model, "num_hidden_layers": s.n_layers,
-           "max_position_embeddings": s.max_seq_len, "tie_word_embeddings": s.tie_embeddings,
-           "rms_norm_eps": s.norm.eps, "rope_parameters": rope,
+    out = {**base,
            "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
            "head_dim": a.head_dim, "attention_bias": a.bias, "use_qk_norm": bool(a.qk_norm),
-           "hidden_act": _HF_ACT[(moe or s.plan[0].ffn).activation],
+           "hidden_act": HF_ACT[(moe or s.plan[0].ffn).activation],
            "first_k_dense_replace": k, "num_nextn_predict_layers": s.mtp_layers}
     if k:
         out["intermediate_size"] = s.plan[0].ffn.d_ff

@@ -22,7 +22,7 @@ from typing import Any
 from archscope.errors import SpecError, quote
 from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, hf_key, what
 from archscope.spec.hf_readers import READERS
-from archscope.spec.hf_readers_base import _FIXED, RENAMED  # noqa: F401  (RENAMED re-exported)
+from archscope.spec.hf_readers_base import _FIXED
 
 EXTRA_KEY = "archscope"
 

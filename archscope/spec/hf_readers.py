@@ -8,24 +8,17 @@ what transformers itself refuses is refused here, naming the config.json key.
 from __future__ import annotations
 
 from archscope.errors import quote
-from archscope.spec.hf_glm4_moe import mtp_layers, read_glm4_moe
+from archscope.spec.hf_deepseek import read_deepseek_v2, read_deepseek_v3
+from archscope.spec.hf_glm4_moe import read_glm4_moe
 from archscope.spec.hf_gpt_oss import read_gpt_oss
 from archscope.spec.hf_keys import Keys, what
-from archscope.spec.hf_readers_base import (_act, _base, _divides, _llama, _multipliers,
+from archscope.spec.hf_readers_base import (_act, _divides, _llama, _moe, _multipliers,
                                            _check_types, _patch, _select,
                                            _windows)
 
 
 def _mistral(c: Keys) -> dict:  # Llama + a sliding window, no bias switches
     return _patch(_llama(c, bias=()), attention={"window": c.size("sliding_window", null=True)})
-
-
-def _moe(c: Keys, experts: str = "num_local_experts") -> dict:  # softmax, top-k, renormalised
-    n, k = c.size(experts), c.size("num_experts_per_tok")
-    if k > n:
-        raise c.error("num_experts_per_tok", f"top-k ({k}) cannot exceed {experts} ({n})")
-    return {"kind": "moe", "activation": _act(c), "n_experts": n, "top_k": k,
-            "d_expert": c.size("intermediate_size"), "router": {"normalize": True}}
 
 
 def _mixtral(c: Keys) -> dict:  # Mistral + MoE
@@ -139,69 +132,6 @@ def _phi3(c: Keys) -> dict:  # Llama, fused qkv_proj and gate_up_proj, no bias +
                   ffn={"fused_gate_up": True})
 
 
-def _deepseek_moe(c: Keys) -> dict:  # routed experts + always-on shared experts
-    moe = _moe(c, experts="n_routed_experts")
-    method = c.text("topk_method", ("greedy", "group_limited_greedy"), null=True,
-                    noun="routing method") or "greedy"
-    router = {"method": method, "normalize": bool(c.flag("norm_topk_prob", null=True)),
-              "scaling_factor": c.number("routed_scaling_factor")}
-    groups = {key: c.size(key, null=True) for key in ("n_group", "topk_group")}
-    if method != "greedy":  # greedy ignores the groups (checked all the same, as transformers')
-        router.update({key: c.size(key) for key in groups})
-    return {**moe, "bias": c.flag("mlp_bias"), "d_expert": c.size("moe_intermediate_size"),
-            "n_shared_experts": c.size("n_shared_experts", least=0), "router": router}
-
-
-def _deepseek_v3_moe(c: Keys) -> dict:  # V2's experts, a sigmoid noaux_tc router
-    # DeepseekV3TopkRouter always routes this way; DeepSeek's own keys may only agree
-    c.text("topk_method", ("noaux_tc",), null=True, noun="routing method")
-    c.text("scoring_func", ("sigmoid",), null=True, noun="scoring function")
-    router = {"method": "noaux_tc", "scoring": "sigmoid", "correction_bias": True,
-              "normalize": bool(c.flag("norm_topk_prob", null=True)),
-              "scaling_factor": c.number("routed_scaling_factor"),
-              "n_group": c.size("n_group"), "topk_group": c.size("topk_group")}
-    return {**_moe(c, experts="n_routed_experts"), "d_expert": c.size("moe_intermediate_size"),
-            "n_shared_experts": c.size("n_shared_experts", least=0), "router": router}
-
-
-def _deepseek_v3(c: Keys) -> dict:  # DeepSeek-V2 with V3's router, no mlp_bias, every layer
-    # from first_k_dense_replace on MoE (DeepseekV3 reads no moe_layer_freq)
-    if c.size("moe_layer_freq", fallback=1) != 1:
-        raise c.error("moe_layer_freq", "transformers' DeepseekV3 makes every layer from "
-                                        "first_k_dense_replace on MoE: only 1 is modelled")
-    if c.flag("rope_interleave", fallback=True) is not True:
-        raise c.error("rope_interleave", "archscope's MLA rotates interleaved pairs only")
-    return {**_deepseek_v2(c, moe=_deepseek_v3_moe, mlp_bias=False), "mtp_layers": mtp_layers(c)}
-
-
-def _deepseek_v2(c: Keys, moe=_deepseek_moe, mlp_bias: bool | None = None) -> dict:
-    # Llama's skeleton + MLA + MoE after some dense layers
-    base = _base(c)
-    heads = c.size("num_attention_heads")
-    _divides(c, "hidden_size", "num_attention_heads", base["d_model"], heads)
-    mla = {"q_lora_rank": c.size("q_lora_rank", null=True)}
-    mla.update({key: c.size(key) for key in ("kv_lora_rank", "qk_nope_head_dim",
-                                             "qk_rope_head_dim", "v_head_dim")})
-    if mla["qk_rope_head_dim"] % 2:
-        raise c.error("qk_rope_head_dim", f"must be even for RoPE, got {mla['qk_rope_head_dim']}")
-    out = {**base, "attention": {"kind": "mla", "n_heads": heads,
-                                 "bias": c.flag("attention_bias"), **mla}}
-    # DeepSeek's rule: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0
-    k = c.size("first_k_dense_replace", least=0)
-    freq = c.size("moe_layer_freq", fallback=1)  # DeepSeek's own key; transformers has none
-    n = base["n_layers"]
-    dense = [i for i in range(n) if not (i >= k and i % freq == 0)]
-    mlp = {"kind": "swiglu", "d_ff": c.size("intermediate_size"), "activation": _act(c),
-           **({"bias": True} if (c.flag("mlp_bias") if mlp_bias is None else mlp_bias)
-              else {})} if dense else None
-    if len(dense) == n:
-        return {**out, "ffn": mlp}
-    out["ffn"] = moe(c)
-    if dense:
-        out["layers"] = [{"select": _select(dense), "ffn": mlp}]
-    return out
-
-
 def _gpt2(c: Keys) -> dict:
     width, heads = c.size("n_embd"), c.size("n_head")
     _divides(c, "n_embd", "n_head", width, heads)  # GPT2Attention refuses it
@@ -229,9 +159,9 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "phi3": _phi3,
     "granite": _granite,
     "granitemoe": _granitemoe,
-    "deepseek_v2": _deepseek_v2,
-    "deepseek_v3": _deepseek_v3,
-    "kimi_k2": _deepseek_v3,  # Kimi K2's files name DeepseekV3ForCausalLM (hf_keys.CLASS_OF)
+    "deepseek_v2": read_deepseek_v2,
+    "deepseek_v3": read_deepseek_v3,
+    "kimi_k2": read_deepseek_v3,  # Kimi K2's files name DeepseekV3ForCausalLM (hf_keys.CLASS_OF)
     "glm4_moe": read_glm4_moe,
     "gpt_oss": read_gpt_oss,
     "gpt2": _gpt2,

@@ -166,3 +166,17 @@ def _windows(c: Keys, out: dict) -> dict:
     if sliding:
         out["layers"] = [{"select": _select(sliding), "attention": {"window": window}}]
     return out
+
+
+def _moe(c: Keys, experts: str = "num_local_experts") -> dict:  # softmax, top-k, renormalised
+    n, k = c.size(experts), c.size("num_experts_per_tok")
+    if k > n:
+        raise c.error("num_experts_per_tok", f"top-k ({k}) cannot exceed {experts} ({n})")
+    return {"kind": "moe", "activation": _act(c), "n_experts": n, "top_k": k,
+            "d_expert": c.size("intermediate_size"), "router": {"normalize": True}}
+
+
+def mtp_layers(c: Keys) -> int:
+    """num_nextn_predict_layers (transformers 5 also reads it as num_mtp_layers): the MTP
+    modules the checkpoint ships, which the model class does not build."""
+    return c.size(c.alias("num_nextn_predict_layers", "num_mtp_layers"), least=0)

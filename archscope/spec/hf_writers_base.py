@@ -1,0 +1,31 @@
+"""What the config.json writers share: activation names, the RoPE and shape keys every RoPE
+family starts from (hf_export.py holds the 2024 families, hf_<family>.py the others)."""
+
+from __future__ import annotations
+
+from archscope.errors import SpecError
+from archscope.spec.fields import to_mapping
+from archscope.spec.hf_readers_base import RENAMED
+from archscope.spec.schema import ModelSpec
+
+HF_ACT = {"silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new",
+           "quick_gelu": "quick_gelu"}
+RENAMED_BACK = {ours: hf for hf, ours in RENAMED.items()}
+
+
+def to_base(s: ModelSpec) -> dict:
+    p = s.position
+    if p.kind != "rope":
+        raise SpecError(f"this transformers class uses RoPE, not {p.kind!r}", key="position.kind")
+    scaling = to_mapping(p.scaling) if p.scaling else {"kind": "default"}
+    rope = {"rope_type": scaling.pop("kind"), "rope_theta": p.theta,
+            **{RENAMED_BACK.get(k, k): v for k, v in scaling.items()}}
+    return {"vocab_size": s.vocab_size, "hidden_size": s.d_model,
+            "num_hidden_layers": s.n_layers, "max_position_embeddings": s.max_seq_len,
+            "tie_word_embeddings": s.tie_embeddings, "rms_norm_eps": s.norm.eps,
+            "rope_parameters": rope}
+
+
+def without(mapping: dict, *keys: str) -> dict:
+    return {k: v for k, v in mapping.items() if k not in keys}
+
