@@ -4,8 +4,8 @@ It mirrors transformers' classes (and so archscope's builder), with HF module na
 
 - token embedding vocab x d; learned positions max_seq_len x d (position.kind learned);
 - per layer two norms of d (input_layernorm and post_attention_layernorm, or OLMo 2's
-  output-norm post_attention_layernorm and post_feedforward_layernorm; a LayerNorm with bias
-  has weight + bias);
+  output-norm post_attention_layernorm and post_feedforward_layernorm), four for Gemma's
+  sandwich (both; norm.per_layer); a LayerNorm with bias has weight + bias;
 - per layer its attention and its FFN, whose parts (modules, parameters, multiply-adds) each
   kind's entry in archscope/kinds states (gqa, mla; mlp, swiglu, moe, ...);
 - final norm of d (pre- and output-norm: a post-norm model ends on its last layer's norm);
@@ -38,10 +38,9 @@ def ffn_parts(ffn, d: int) -> list[Part]:
 
 
 def layer_parts(spec: ModelSpec, layer: LayerPlan) -> list[Part]:
-    """One decoder layer: its attention, its FFN, and its two norms (every norm.position has two:
-    where they sit changes, not how many)."""
+    """One decoder layer: its attention, its FFN, and its norms (two, or four for a sandwich)."""
     d = spec.d_model
-    norms = merged("norms", [norm("", d, spec.norm.has_bias)] * 2)
+    norms = merged("norms", [norm("", d, spec.norm.has_bias)] * spec.norm.per_layer)
     return attention_parts(layer.attention, d) + ffn_parts(layer.ffn, d) + [norms]
 
 

@@ -82,9 +82,9 @@ class GQAAttention(nn.Module):
         self.q_norm_width, self.k_norm_width = {"full": (h * hd, hkv * hd)}.get(attn.qk_norm,
                                                                                  (hd, hd))
         qk = attn.qk_norm is not None
-        eps = spec.norm.eps
-        self.q_norm = RMSNorm(self.q_norm_width, eps) if qk else nn.Identity()
-        self.k_norm = RMSNorm(self.k_norm_width, eps) if qk else nn.Identity()
+        eps, offset = spec.norm.eps, spec.norm.unit_offset  # Gemma's (1 + weight) here too
+        self.q_norm = RMSNorm(self.q_norm_width, eps, offset) if qk else nn.Identity()
+        self.k_norm = RMSNorm(self.k_norm_width, eps, offset) if qk else nn.Identity()
         self.o_proj = nn.Linear(h * hd, d, bias=attn.has_out_bias)
         self.scale = spec.mults.attention or hd ** -0.5
         self.rotary = spec.position.kind == "rope" and attn.rope  # false: a NoPE layer

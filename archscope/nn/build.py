@@ -28,7 +28,8 @@ def build_model(spec: ModelSpec, device: str | torch.device = "cpu",
 
 @torch.no_grad()
 def init_weights(model: nn.Module, seed: int | None = 0) -> None:
-    """Normal(0, 0.02) matrices and embeddings, zero biases, unit norm weights."""
+    """Normal(0, 0.02) matrices and embeddings, zero biases, unit norm scales (a (1 + weight)
+    RMSNorm's weight is 0: norm.unit_offset)."""
     generator = None
     if seed is not None:
         generator = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
@@ -39,7 +40,7 @@ def init_weights(model: nn.Module, seed: int | None = 0) -> None:
             if name in ("bias", "sinks"):  # attention sinks start neutral: a zero logit
                 param.zero_()
             elif not isinstance(module, (nn.Linear, nn.Embedding)) and param.dim() == 1:
-                param.fill_(1.0)  # norm scales
+                param.fill_(0.0 if getattr(module, "unit_offset", False) else 1.0)  # norm scales
             elif param.dim() >= 2 and not isinstance(module, (nn.Linear, nn.Embedding)):
                 param.normal_(0.0, 0.02, generator=generator)  # fused expert weights
 

@@ -91,13 +91,13 @@ class MLAttention(nn.Module):
         self.latent = attn.kv_lora_rank
         if attn.q_lora_rank:
             self.q_a_proj = nn.Linear(d, attn.q_lora_rank, bias=attn.bias)
-            self.q_a_layernorm = RMSNorm(attn.q_lora_rank, LATENT_NORM_EPS)
+            self.q_a_layernorm = RMSNorm(attn.q_lora_rank, LATENT_NORM_EPS, spec.norm.unit_offset)
             self.q_b_proj = nn.Linear(attn.q_lora_rank, h * attn.qk_head_dim, bias=False)
         else:
             self.q_proj = nn.Linear(d, h * attn.qk_head_dim, bias=False)
         self.low_rank_query = bool(attn.q_lora_rank)
         self.kv_a_proj_with_mqa = nn.Linear(d, self.latent + self.rope_dim, bias=attn.bias)
-        self.kv_a_layernorm = RMSNorm(self.latent, LATENT_NORM_EPS)
+        self.kv_a_layernorm = RMSNorm(self.latent, LATENT_NORM_EPS, spec.norm.unit_offset)
         self.kv_b_proj = nn.Linear(self.latent, h * (self.nope + self.v_dim), bias=False)
         self.o_proj = nn.Linear(h * self.v_dim, d, bias=attn.has_out_bias)
         self.scale = softmax_scale(spec, attn)

@@ -27,6 +27,8 @@ NORM_SLOTS = {
     "post": {"attn_sum": "input_layernorm", "ffn_sum": "post_attention_layernorm"},  # 2017
     "output": {"attn_out": "post_attention_layernorm",  # OLMo 2: norm the sublayer's output
                "ffn_out": "post_feedforward_layernorm"},
+    "sandwich": {"attn_in": "input_layernorm", "attn_out": "post_attention_layernorm",  # Gemma
+                 "ffn_in": "pre_feedforward_layernorm", "ffn_out": "post_feedforward_layernorm"},
 }
 
 
@@ -75,8 +77,12 @@ class DecoderLM(nn.Module):
         self.embed_tokens = _embedding(spec.vocab_size, d)
         learned = spec.position.kind == "learned"
         self.embed_positions = _embedding(spec.max_seq_len, d) if learned else None
-        self.rotary = (RotaryEmbedding(rotary_dim(spec), spec.position.theta, spec.position.scaling)
-                       if spec.position.kind == "rope" else None)
+        # one cos/sin table per distinct position spec (Gemma 3: local and global RoPE), each
+        # computed once per forward; layer i uses table rope_of[i]
+        distinct = list(dict.fromkeys(layer.position for layer in spec.plan))
+        self.rope_of = tuple(distinct.index(layer.position) for layer in spec.plan)
+        self.rotaries = nn.ModuleList(RotaryEmbedding(rotary_dim(spec), p.theta, p.scaling)
+                                      for p in distinct if spec.position.kind == "rope")
         self.layers = nn.ModuleList(Block(spec, layer) for layer in spec.plan)
         # a post-norm stack already ends on a norm; pre- and output-norm ones add a final one
         self.norm = make_norm(spec.norm, d) if spec.norm.position != "post" else nn.Identity()
@@ -104,9 +110,10 @@ class DecoderLM(nn.Module):
         x = self.embed_tokens(input_ids) * self.embedding_scale
         if self.embed_positions is not None:
             x = x + self.embed_positions(positions)
-        rope = self.rotary(positions, x.dtype) if self.rotary is not None else None
+        ropes = [rotary(positions, x.dtype) for rotary in self.rotaries] or [None]
         for i, layer in enumerate(self.layers):
-            x = layer(x, rope, start, cache.layers[i] if cache is not None else None)
+            x = layer(x, ropes[self.rope_of[i]], start,  # without RoPE: one entry, None
+                      cache.layers[i] if cache is not None else None)
         if cache is not None:
             cache.length += t  # in place when the length lives on the device
         if last_only:

@@ -9,21 +9,31 @@ from archscope.spec.schema import NormSpec
 
 
 class RMSNorm(nn.Module):
-    """x / rms(x) * weight, computed in fp32 and cast back (as Llama's reference code does)."""
+    """x / rms(x) * weight, computed in fp32 and cast back (as Llama's reference code does).
 
-    def __init__(self, dim: int, eps: float):
+    `unit_offset` (norm.unit_offset, Gemma): x / rms(x) * (1 + weight) with the weight
+    initialised to 0, and the order of transformers' Gemma3RMSNorm: the scale is applied in fp32
+    and only the product is cast back, where Llama casts before multiplying (the two differ in
+    bf16, not in fp32).
+    """
+
+    def __init__(self, dim: int, eps: float, unit_offset: bool | None = None):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.unit_offset = bool(unit_offset)
+        self.weight = nn.Parameter(torch.zeros(dim) if self.unit_offset else torch.ones(dim))
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
-        x = x.float()
-        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x.to(dtype)
+        y = x.float()
+        y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps)
+        if self.unit_offset:
+            return (y * (1.0 + self.weight.float())).to(dtype)
+        return self.weight * y.to(dtype)
 
     def extra_repr(self) -> str:
-        return f"{self.weight.shape[0]}, eps={self.eps}"
+        return f"{self.weight.shape[0]}, eps={self.eps}" + (", 1 + weight" if self.unit_offset
+                                                            else "")
 
 
 def _layernorm(dim: int, spec: NormSpec) -> nn.Module:
@@ -31,7 +41,7 @@ def _layernorm(dim: int, spec: NormSpec) -> nn.Module:
 
 
 def _rmsnorm(dim: int, spec: NormSpec) -> nn.Module:
-    return RMSNorm(dim, spec.eps)
+    return RMSNorm(dim, spec.eps, spec.unit_offset)
 
 
 NORMS = {"layernorm": _layernorm, "rmsnorm": _rmsnorm}

@@ -35,14 +35,17 @@ def position(p: PositionSpec) -> str:
 
 def norm(n: NormSpec) -> str:
     bias = " with bias" if n.has_bias else ""
-    return f"{NORM_NAMES[n.kind]}{bias}, eps {n.eps:g}, {n.position}-norm"
+    offset = " x (1 + weight)" if n.unit_offset else ""
+    return f"{NORM_NAMES[n.kind]}{bias}{offset}, eps {n.eps:g}, {n.position}-norm"
 
 
 def layer_plan(spec: ModelSpec) -> list[dict]:
-    """Layers grouped by identical structure: [{layers: '0-15', count, attention, ffn, note}]."""
+    """Layers grouped by identical structure: [{layers: '0-15', count, attention, ffn, note}];
+    a layer whose RoPE differs from the model's says so after its attention (Gemma 3)."""
     groups: dict[tuple, list[int]] = {}
     for layer in spec.plan:
-        key = (attention(layer.attention), ffn(layer.ffn, spec.d_model), layer.note or "")
+        rope = f", {position(layer.position)}" if layer.position != spec.position else ""
+        key = (attention(layer.attention) + rope, ffn(layer.ffn, spec.d_model), layer.note or "")
         groups.setdefault(key, []).append(layer.index)
     return [{"layers": layer_ranges(idx), "count": len(idx), "attention": a, "ffn": f, "note": n}
             for (a, f, n), idx in groups.items()]

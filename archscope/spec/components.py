@@ -23,8 +23,10 @@ Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu"]
 RouterMethod = Literal["greedy", "group_limited_greedy", "noaux_tc"]
 RouterScoring = Literal["softmax", "sigmoid"]
 # pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
-# output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm
-NormPosition = Literal["pre", "post", "output"]
+# output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm;
+# sandwich: both, four norms per block, x + post(sublayer(pre(x))) (Gemma 2/3), keeping the final
+NormPosition = Literal["pre", "post", "output", "sandwich"]
+NORMS_PER_LAYER = {"sandwich": 4}  # every other position has two (where they sit differs)
 
 
 @dataclass(frozen=True)
@@ -33,11 +35,25 @@ class NormSpec:
     eps: float
     position: NormPosition = "pre"
     bias: bool | None = None  # LayerNorm's additive bias; defaults to true for layernorm
+    # true: every RMSNorm of the model (QK-norm included) scales by (1 + weight), its weight
+    # initialised to zero (Gemma); null or false: by weight
+    unit_offset: bool | None = None
+
+    def __post_init__(self) -> None:
+        one_spelling(self, "unit_offset")
 
     def validate(self) -> None:
         require(self.eps > 0, "eps", f"must be positive, got {self.eps}")
         if self.kind == "rmsnorm":
             require(not self.bias, "bias", "rmsnorm has no bias")
+        else:
+            require(not self.unit_offset, "unit_offset", "only applies to rmsnorm (Gemma's "
+                                                         "(1 + weight) scale)")
+
+    @property
+    def per_layer(self) -> int:
+        """Norms in one decoder layer."""
+        return NORMS_PER_LAYER.get(self.position, 2)
 
     @property
     def has_bias(self) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from archscope.errors import SpecError
 from archscope.spec.fields import from_mapping, to_mapping
 from archscope.spec.hf_deepseek import write_deepseek_v2, write_deepseek_v3
+from archscope.spec.hf_gemma3 import write_gemma3_text
 from archscope.spec.hf_glm4_moe import write_glm4_moe
 from archscope.spec.hf_gpt_oss import write_gpt_oss
 from archscope.spec.hf_import import EXTRA_KEY, READERS, mapping_from_raw
@@ -40,6 +41,9 @@ def _family(s: ModelSpec) -> str:
             any(layer.attention.rotary_fraction for layer in s.plan):
         # sigmoid noaux_tc routers: DeepseekV3 (MLA), Glm4Moe (GQA, also the one partial RoPE)
         return "deepseek_v3" if mla else "glm4_moe"
+    if (s.norm.position == "sandwich" or s.norm.unit_offset
+            or any(layer.position != s.position for layer in s.plan)):
+        return "gemma3_text"  # only Gemma 3's class has these (before multipliers: Granite's)
     if mla or any(f.shared_experts for f in moe):
         return "deepseek_v2"
     if any(layer.attention.fused_qkv or layer.ffn.fused_gate_up for layer in s.plan):
@@ -176,10 +180,12 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "deepseek_v3": ("DeepseekV3ForCausalLM", write_deepseek_v3),
     "glm4_moe": ("Glm4MoeForCausalLM", write_glm4_moe),
     "gpt_oss": ("GptOssForCausalLM", lambda s: write_gpt_oss(s, to_base(s))),
+    "gemma3_text": ("Gemma3ForCausalLM", write_gemma3_text),
     "gpt2": ("GPT2LMHeadModel", _to_gpt2),
 }
-# every model type is both read and written (one read as another's class: written as that)
-assert WRITERS.keys() == READERS.keys() - CLASS_OF.keys()
+# every model type is both read and written, except those read as another class (kimi_k2) or
+# as a wrapper's text model (gemma3): they are written as that class
+assert WRITERS.keys() == READERS.keys() - CLASS_OF.keys() - {"gemma3"}
 
 
 def spec_to_hf_config(spec: ModelSpec) -> dict:

@@ -274,6 +274,10 @@ SPEC_TO_HF["deepseek_v3"] = {**SPEC_TO_HF["deepseek_v2"], "ffn.bias": "mlp_bias"
                               "ffn.router.scoring": "scoring_func",
                               "ffn.router.correction_bias": "topk_method"}
 
+SPEC_TO_HF["gemma3_text"] = {**_LLAMA, "ffn.activation": "hidden_activation",
+                              "multipliers.attention": "query_pre_attn_scalar"}
+SPEC_TO_HF["gemma3"] = {k: f"text_config.{v}" for k, v in SPEC_TO_HF["gemma3_text"].items()}
+
 
 SPEC_TO_HF["deepseek_v3"]["mtp_layers"] = "num_nextn_predict_layers"
 SPEC_TO_HF["glm4_moe"] = {**SPEC_TO_HF["deepseek_v3"], "ffn.d_ff": "intermediate_size",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from archscope.errors import quote
 from archscope.spec.hf_deepseek import read_deepseek_v2, read_deepseek_v3
 from archscope.spec.hf_glm4_moe import read_glm4_moe
+from archscope.spec.hf_gemma3 import read_gemma3, read_gemma3_text
 from archscope.spec.hf_gpt_oss import read_gpt_oss
 from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import (_act, _divides, _llama, _moe, _multipliers,
@@ -164,5 +165,7 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "kimi_k2": read_deepseek_v3,  # Kimi K2's files name DeepseekV3ForCausalLM (hf_keys.CLASS_OF)
     "glm4_moe": read_glm4_moe,
     "gpt_oss": read_gpt_oss,
+    "gemma3_text": read_gemma3_text,
+    "gemma3": read_gemma3,  # the multimodal wrapper: its text_config (written as gemma3_text)
     "gpt2": _gpt2,
 }

@@ -28,7 +28,8 @@ def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
     for layer in spec.plan:
         a, f = layer.attention, layer.ffn
         parts = {"attention": {**to_mapping(a), "n_kv_heads": a.kv_heads,
-                               "out_bias": a.has_out_bias}, "ffn": to_mapping(f)}
+                               "out_bias": a.has_out_bias}, "ffn": to_mapping(f),
+                 "position": to_mapping(layer.position)}
         parts["ffn"]["kind"] = _SAME_NETWORK.get((f.kind, f.activation), f.kind)
         if f.kind == "moe":
             router = to_mapping(f.routing)

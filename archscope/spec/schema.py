@@ -40,11 +40,14 @@ class LayerOverride:
     select: str | tuple[int, ...]
     attention: dict | None = None
     ffn: dict | None = None
+    # a patch of the model's `position` for these layers (Gemma 3: RoPE theta 10k on the
+    # sliding layers, 1M and linear scaling on the global ones); same kind as the model's
+    position: dict | None = None
     note: str | None = None  # what the spec cannot express (e.g. an unpublished band width)
 
     def validate(self) -> None:
-        require(self.attention is not None or self.ffn is not None or self.note is not None,
-                "select", "an override needs attention, ffn or note")
+        require(any(v is not None for v in (self.attention, self.ffn, self.position, self.note)),
+                "select", "an override needs attention, ffn, position or note")
 
     def indices(self, n_layers: int) -> list[int]:
         if isinstance(self.select, tuple):
@@ -90,6 +93,7 @@ class LayerPlan:
     index: int
     attention: AttentionSpec
     ffn: FFNSpec
+    position: PositionSpec  # the model's, unless `layers` patches it (Gemma 3's RoPE per type)
     note: str | None = None
 
     @property
@@ -157,6 +161,11 @@ class ModelSpec:
                 raise SpecError(f"rotary_fraction rotates part of each head, but position.kind "
                                 f"is {self.position.kind!r}: leave it out",
                                 key="attention.rotary_fraction")
+            if layer.position.kind != self.position.kind:
+                raise SpecError(f"layer {layer.index}'s position kind {layer.position.kind!r} "
+                                f"differs from the model's {self.position.kind!r}: a layer may "
+                                "change RoPE's theta and scaling only (a NoPE layer is "
+                                "attention.rope: false)", key="layers")
             if not layer.attention.rope and self.position.kind != "rope":
                 key = "attention.rope" if not self.attention.rope else "layers"
                 raise SpecError(f"rope: false (layer {layer.index}) turns RoPE off on a layer, "
@@ -170,6 +179,7 @@ class ModelSpec:
 
         attn = [None] * self.n_layers
         ffn = [None] * self.n_layers
+        pos = [None] * self.n_layers
         notes: list[str | None] = [None] * self.n_layers
         for k, override in enumerate(self.layers):
             key = f"layers[{k}]"
@@ -182,6 +192,8 @@ class ModelSpec:
                     attn[i] = _patch(attn[i] or to_mapping(self.attention), override.attention)
                 if override.ffn is not None:
                     ffn[i] = _patch(ffn[i] or to_mapping(self.ffn), override.ffn)
+                if override.position is not None:
+                    pos[i] = _patch(pos[i] or to_mapping(self.position), override.position)
                 if override.note is not None:
                     notes[i] = override.note
         cache: dict = {}
@@ -198,7 +210,8 @@ class ModelSpec:
 
         return tuple(
             LayerPlan(i, build(AttentionSpec, attn[i], self.attention, "layers.attention"),
-                      build(FFNSpec, ffn[i], self.ffn, "layers.ffn"), notes[i])
+                      build(FFNSpec, ffn[i], self.ffn, "layers.ffn"),
+                      build(PositionSpec, pos[i], self.position, "layers.position"), notes[i])
             for i in range(self.n_layers))
 
     # Derived quantities: properties, never stored.

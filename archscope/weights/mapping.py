@@ -136,6 +136,8 @@ PHI3 = tuple(r for r in LLAMA if not any(f".{proj}." in r.hf for proj in
 # with its correction bias, fused experts, shared_experts); dense first layers: Llama's mlp
 _SHARED = tuple(r for r in DEEPSEEK_V3 if ".mlp.shared_experts." in r.hf or ".mlp.gate." in r.hf)
 GLM4_MOE = QWEN3 + MOE + tuple(r for r in _SHARED if r not in MOE)
+
+
 def _deinterleave(t: torch.Tensor) -> torch.Tensor:
     """[..., 2f] with gate and up alternating (gate at even positions) -> [..., 2f] gate first."""
     return torch.cat((t[..., 0::2], t[..., 1::2]), dim=-1)
@@ -174,13 +176,28 @@ GPT_OSS = LLAMA + _rules(
     (f"{_OSS}.experts.down_proj_bias", "layers.{i}.mlp.experts.down_proj_bias"),
 )
 
+# Gemma 3 = Qwen3's names + the sandwich's two FFN norms (input_layernorm and
+# post_attention_layernorm around attention, pre_/post_feedforward_layernorm around the MLP).
+# The multimodal wrapper (Gemma3ForConditionalGeneration) holds the same text model under
+# model.language_model (transformers 5) or language_model.model (checkpoints saved by 4.x);
+# its vision tower has no counterpart here, so such tensors are refused as unexpected.
+GEMMA3_TEXT = QWEN3 + _rules(*[(f"model.layers.{{i}}.{name}.weight", f"layers.{{i}}.{name}.weight")
+                               for name in ("pre_feedforward_layernorm",
+                                            "post_feedforward_layernorm")])
+GEMMA3 = tuple(Rule(r.hf.replace("model.", f"{prefix}", 1), r.ours, alias=alias)
+               for prefix, alias in (("model.language_model.", False),
+                                     ("language_model.model.", True))
+               for r in GEMMA3_TEXT if r.hf.startswith("model.")) + _rules(
+    ("lm_head.weight", "lm_head.weight"),
+    ("language_model.lm_head.weight", "lm_head.weight", {"alias": True}))
+
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
     "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3, "qwen3_moe": QWEN3_MOE,
     "smollm3": LLAMA,  # SmolLM3 = Llama's names; NoPE changes no weight
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
-    "deepseek_v3": DEEPSEEK_V3, "glm4_moe": GLM4_MOE,
-    "deepseek_v3": DEEPSEEK_V3, "gpt_oss": GPT_OSS,
+    "deepseek_v3": DEEPSEEK_V3, "glm4_moe": GLM4_MOE, "gpt_oss": GPT_OSS,
+    "gemma3_text": GEMMA3_TEXT, "gemma3": GEMMA3,
 }
 
 

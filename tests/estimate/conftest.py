@@ -56,7 +56,7 @@ _FFN = {"d_ff": 64, "n_experts": 4, "d_expert": 16}
 
 
 def _shrink_attention(a: dict, heads: int) -> dict:
-    out = {k: _ATTENTION.get(k, v) for k, v in a.items()}
+    out = {k: v if v is None else _ATTENTION.get(k, v) for k, v in a.items()}  # null: as is
     if "n_heads" in a:
         out["n_heads"] = 4
     if "n_kv_heads" in a:  # keep MHA / MQA / GQA as it was
@@ -77,10 +77,14 @@ def _shrink_ffn(f: dict) -> dict:
 
 def shrink(spec: ModelSpec) -> ModelSpec:
     m = to_mapping(spec)
-    m.update(vocab_size=96, d_model=32, n_layers=4, max_seq_len=64)  # 4: SmolLM3 NoPEs layer 3
+    # 6 layers: SmolLM3 NoPEs layer 3 ("3::4"), Gemma 3's layer 5 is global ("5::6")
+    m.update(vocab_size=96, d_model=32, n_layers=6, max_seq_len=64)
     heads = spec.attention.n_heads
     m["attention"] = _shrink_attention(m["attention"], heads)
     m["ffn"] = _shrink_ffn(m["ffn"])
+    mults = m.get("multipliers") or {}
+    if mults.get("embedding") == spec.d_model ** 0.5:  # Gemma's sqrt(d_model): still that
+        mults["embedding"] = m["d_model"] ** 0.5
     for override in m.get("layers", []):
         if "attention" in override:
             override["attention"] = _shrink_attention(override["attention"], heads)
@@ -91,5 +95,5 @@ def shrink(spec: ModelSpec) -> ModelSpec:
 
 @pytest.fixture
 def tiny_variant():
-    """`tiny_variant(spec)`: the same kinds and flags at toy sizes (d 32, 4 layers, vocab 96)."""
+    """`tiny_variant(spec)`: the same kinds and flags at toy sizes (d 32, 6 layers, vocab 96)."""
     return shrink

@@ -63,7 +63,8 @@ def _clean(label: str) -> str:
 
 
 def norm_name(norm: NormSpec) -> str:
-    return NORM_NAMES[norm.kind] + (" with bias" if norm.has_bias else "")
+    return (NORM_NAMES[norm.kind] + (" with bias" if norm.has_bias else "")
+            + (" × (1 + weight)" if norm.unit_offset else ""))
 
 
 def norm_node(g: Graph, ident: str, name: str, norm: NormSpec) -> str:

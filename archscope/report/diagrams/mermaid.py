@@ -7,6 +7,8 @@ is mermaid source; the pages wrap it in a ```mermaid fence, which GitHub renders
 
 from __future__ import annotations
 
+import dataclasses
+
 from archscope.kinds import attention_kind, ffn_kind
 from archscope.report.diagrams import graph as parts
 from archscope.report.fmt import commas
@@ -62,17 +64,20 @@ def model_diagram(spec: ModelSpec, groups: list[dict]) -> str:
 # The two norms' HF names by norm.position (archscope.nn.model.NORM_SLOTS builds them).
 _NORM_NAMES = {"pre": ("input_layernorm", "post_attention_layernorm"),
                "post": ("input_layernorm", "post_attention_layernorm"),
-               "output": ("post_attention_layernorm", "post_feedforward_layernorm")}
+               "output": ("post_attention_layernorm", "post_feedforward_layernorm"),
+               "sandwich": ("input_layernorm", "post_attention_layernorm",
+                            "pre_feedforward_layernorm", "post_feedforward_layernorm")}
 
 
 def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
     """One decoder layer: norms where the spec puts them, attention, FFN, residual adds."""
     g = Graph()
     d = commas(spec.d_model)
+    if layer.position != spec.position:  # the attention draws this layer's RoPE (Gemma 3)
+        spec = dataclasses.replace(spec, position=layer.position)
     g.node("h_in", f"hidden in ({d})")
-    first, second = _NORM_NAMES[spec.norm.position]
-    parts.norm_node(g, "n1", first, spec.norm)
-    parts.norm_node(g, "n2", second, spec.norm)
+    for k, name in enumerate(_NORM_NAMES[spec.norm.position], 1):
+        parts.norm_node(g, f"n{k}", name, spec.norm)
     attn, ffn = attention_kind(layer.attention.kind), ffn_kind(layer.ffn.kind)
     with g.subgraph("attn", attn.title(layer.attention)):
         attn_in, attn_out = attn.draw(g, spec, layer.attention)
@@ -83,7 +88,7 @@ def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
     g.node("h_out", f"hidden out ({d})")
     scale = parts.residual_label(spec)
     # Pre-norm normalises each sublayer's input; post-norm each residual sum; output-norm each
-    # sublayer's output before its residual add.
+    # sublayer's output before its residual add; sandwich both a sublayer's input and output.
     res = ("h_in", "add1", "residual")
     wiring = {"pre": [("n1", attn_in), ("n2", ffn_in), (attn_out, "add1", scale), res,
                       (ffn_out, "add2", scale), ("h_in", "n1"), ("add1", "n2"),
@@ -93,7 +98,11 @@ def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
                        ("add2", "n2"), ("n2", "h_out")],
               "output": [("h_in", attn_in), ("add1", ffn_in), (attn_out, "n1"),
                          ("n1", "add1", scale), res, (ffn_out, "n2"), ("n2", "add2", scale),
-                         ("add1", "add2", "residual"), ("add2", "h_out")]}
+                         ("add1", "add2", "residual"), ("add2", "h_out")],
+              "sandwich": [("h_in", "n1"), ("n1", attn_in), (attn_out, "n2"),  # both
+                           ("n2", "add1", scale), res, ("add1", "n3"), ("n3", ffn_in),
+                           (ffn_out, "n4"), ("n4", "add2", scale),
+                           ("add1", "add2", "residual"), ("add2", "h_out")]}
     edges = wiring[spec.norm.position]
     for src, dst, *label in edges:
         for target in dst if isinstance(dst, list) else [dst]:

@@ -1,0 +1,154 @@
+"""Gemma 3 (sandwich norms scaling by (1 + weight), per-head QK-norm, GeGLU, a scaled embedding,
+query_pre_attn_scalar, sliding and global layers each with its own RoPE) against transformers'
+Gemma3ForCausalLM: logits of a tiny config built both ways with the same weights (a prompt
+longer than the window, then cached decoding across it, fp32), two negative controls (no
+(1 + weight); one RoPE for every layer), the presets' parameters on the meta device, FLOPs
+under FlopCounterMode and cache bytes after a real prefill.
+"""
+
+import pytest
+import torch
+import transformers
+
+from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
+from archscope.nn import build_model
+from archscope.nn.model import NORM_SLOTS
+from archscope.spec import load_spec
+from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
+                    hf_eager_prefill_flops, load_same_weights, max_diff, meta_param_counts,
+                    tiny_spec, twins)
+
+TOL = 1e-4
+T, PREFILL = 24, 9  # a 9-token prompt (window 4), then 15 cached decode steps
+WINDOW = 4
+GLOBAL = [2, 5]  # Gemma's pattern with period 3: layers 2 and 5 full, the other four sliding
+LOCAL_ROPE = dict(kind="rope", theta=10000.0)
+GLOBAL_ROPE = dict(theta=1000000.0, scaling=dict(kind="linear", factor=8.0))  # the 27B's
+
+
+def gemma(**changes):
+    d, head_dim, scalar = 64, 16, 24  # query_pre_attn_scalar differs from head_dim, as in 27B
+    base = dict(n_layers=6, d_model=d, tie_embeddings=True,
+                norm=dict(kind="rmsnorm", eps=1e-6, position="sandwich", unit_offset=True),
+                position=LOCAL_ROPE,
+                attention=dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=head_dim,
+                               qk_norm="head", window=WINDOW),
+                ffn=dict(kind="geglu", d_ff=96),
+                multipliers=dict(embedding=d ** 0.5, attention=scalar ** -0.5),
+                layers=[dict(select=GLOBAL, attention=dict(window=None), position=GLOBAL_ROPE)])
+    return tiny_spec(**{**base, **changes})
+
+
+@pytest.fixture(scope="module")
+def setup():
+    spec = gemma()
+    hf, ours = twins(spec)
+    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        reference = hf(ids).logits
+    return spec, hf, ours, ids, reference
+
+
+def test_transformers_builds_the_same_layer_types(setup):
+    spec, hf, ours, _, _ = setup
+    assert type(hf).__name__ == "Gemma3ForCausalLM"
+    assert hf.config.layer_types == [layer.layer_type for layer in spec.plan]
+    assert [i for i, t in enumerate(hf.config.layer_types) if t == "full_attention"] == GLOBAL
+    assert hf.config.rope_parameters["sliding_attention"]["rope_theta"] == 10000.0
+    assert hf.config.rope_parameters["full_attention"]["factor"] == 8.0
+    assert hf.config.query_pre_attn_scalar == 24
+    assert len(ours.rotaries) == 2  # one cos/sin table per distinct RoPE, not one per layer
+    assert ours.rope_of == (0, 0, 1, 0, 0, 1)
+
+
+def test_prefill_logits_match(setup):
+    _, _, ours, ids, reference = setup
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) < TOL
+
+
+def test_cached_decoding_matches(setup):
+    _, _, ours, ids, reference = setup
+    assert max_diff(decode_stepwise(ours, ids, prefill=PREFILL), reference) < TOL
+
+
+def _with_their_weights(spec, hf):
+    return load_same_weights(spec, hf, "gemma3_text")
+
+
+def test_plain_weight_scale_breaks_parity(setup):
+    """The same weights read as weight rather than (1 + weight): far off."""
+    spec, hf, _, ids, reference = setup
+    plain = _with_their_weights(gemma(norm=dict(kind="rmsnorm", eps=1e-6,
+                                                position="sandwich")), hf)
+    with torch.no_grad():
+        assert max_diff(plain(ids), reference) > 0.1
+
+
+def test_one_rope_for_every_layer_breaks_parity(setup):
+    """The global layers rotated with the local theta: far off, so per-layer RoPE is exercised."""
+    spec, hf, _, ids, reference = setup
+    one = _with_their_weights(gemma(layers=[dict(select=GLOBAL, attention=dict(window=None))]),
+                              hf)
+    with torch.no_grad():
+        assert max_diff(one(ids), reference) > 0.1
+
+
+def test_norms_sit_where_transformers_puts_them(setup):
+    _, hf, ours, _, _ = setup
+    names = {n for n, _ in ours.layers[0].named_children() if "norm" in n}
+    assert names == set(NORM_SLOTS["sandwich"].values())
+    assert names == {n for n, _ in hf.model.layers[0].named_children() if "norm" in n}
+    assert len(names) == gemma().norm.per_layer
+
+
+def test_unit_offset_norms_start_at_zero():
+    model = build_model(gemma())
+    norms = [m for m in model.modules() if type(m).__name__ == "RMSNorm"]
+    assert len(norms) == 6 * (4 + 2) + 1  # four per block, q_norm and k_norm, the final one
+    assert all(m.unit_offset and not m.weight.any() for m in norms)
+
+
+def test_prefill_flops_match_transformers_exactly(setup):
+    spec = setup[0]
+    assert prefill_flops(spec, 10, batch=2, attention="full").total == \
+        hf_eager_prefill_flops(spec, batch=2, tokens=10)
+
+
+def test_cache_after_a_real_prefill_holds_the_estimate(setup):
+    spec, _, ours, ids, _ = setup
+    held = held_cache_bytes(ours, ids, 2 * T)
+    assert held == kv_cache_bytes(spec, T, ids.shape[0], "fp32")
+    per_token = 2 * 2 * 16 * 4  # k and v, 2 KV heads x 16, fp32
+    assert held == ids.shape[0] * per_token * (len(GLOBAL) * T + 4 * WINDOW)
+
+
+@pytest.mark.parametrize("name, total", [("gemma-3-1b", 999_885_952),
+                                         ("gemma-3-27b", 27_009_346_304)])
+def test_preset_params_on_meta_equal_transformers_and_the_estimate(name, total):
+    spec = load_spec(name)
+    ours, theirs, model = meta_param_counts(spec)
+    assert type(model).__name__ == "Gemma3ForCausalLM"
+    assert ours == theirs == count_params(spec).total == total
+    assert count_params(spec).active == active_params_from_modules(
+        build_model(spec, device="meta")) == total  # dense: every parameter is active
+
+
+def test_checkpoints_load_both_ways(setup, tmp_path):
+    """A checkpoint transformers saves (Gemma3ForCausalLM.save_pretrained) loads through the
+    weight table; one archscope writes (make-checkpoint) loads in transformers."""
+    from archscope.weights import load_checkpoint
+    from archscope.weights.writer import write_checkpoint
+
+    spec, hf, _, ids, reference = setup
+    hf.save_pretrained(tmp_path / "theirs")
+    ours, loaded = load_checkpoint(tmp_path / "theirs")
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) < TOL
+    written = gemma(vocab_size=300)  # make-checkpoint's byte-level tokenizer needs 262 ids
+    write_checkpoint(written, tmp_path / "ours", dtype=torch.float32)
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "ours",
+                                                               dtype=torch.float32).eval()
+    mine, _ = load_checkpoint(tmp_path / "ours")
+    with torch.no_grad():
+        assert max_diff(mine(ids), theirs(ids).logits) < TOL
