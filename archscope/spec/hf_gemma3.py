@@ -46,8 +46,10 @@ def _rope_of_type(c: Keys, layer_type: str) -> dict:
     entry = params.get(layer_type) or {}
     if not isinstance(entry, dict):
         raise c.error(f"rope_parameters.{layer_type}", f"expected a mapping, {what(entry)}")
-    if layer_type == "full_attention":
-        entry = {**entry, **c.mapping("rope_scaling")}
+    if layer_type == "full_attention" and c.mapping("rope_scaling"):
+        _rope(Keys({"rope_scaling": c.raw["rope_scaling"], "rope_theta": 1.0}, c.model_type,
+                   c.where))  # checked under its own name first
+        entry = {**entry, **c.raw["rope_scaling"]}
     legacy, default = _THETA[layer_type]
     if "rope_theta" not in entry:
         if legacy in c.raw:

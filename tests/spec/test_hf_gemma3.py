@@ -116,6 +116,7 @@ def test_sandwich_and_multipliers_export_as_gemma_not_granite():
     ({"rope_parameters": {"full_attention": {"rope_type": "dynamic", "factor": 2.0}}},
      "rope_parameters.full_attention.rope_type"),
     ({"num_attention_heads": 5}, "num_attention_heads"),
+    ({"rope_scaling": {"rope_type": "longrope", "factor": 2.0}}, "rope_scaling.rope_type"),
 ])
 def test_bad_keys_are_named(tmp_path, change, key):
     with pytest.raises(SpecError) as err:
