@@ -17,9 +17,14 @@ final_logit_softcapping) is refused: archscope does not model it.
 from __future__ import annotations
 
 from archscope.errors import SpecError
-from archscope.spec.hf_keys import Defaulted, Keys, what
+from archscope.spec.hf_keys import SPEC_TO_HF, Defaulted, Keys, what
 from archscope.spec.hf_readers_base import RENAMED, _act, _check_types, _rope, _select
 from archscope.spec.schema import ModelSpec
+
+# spec key -> the config.json key it is read from (hf_keys.hf_key)
+SPEC_TO_HF["gemma3_text"] = {**SPEC_TO_HF["llama"], "ffn.activation": "hidden_activation",
+                             "multipliers.attention": "query_pre_attn_scalar"}
+SPEC_TO_HF["gemma3"] = {k: f"text_config.{v}" for k, v in SPEC_TO_HF["gemma3_text"].items()}
 
 _TYPES = ("full_attention", "sliding_attention")
 _THETA = {"full_attention": ("rope_theta", "global"),  # legacy key, default_theta's entry

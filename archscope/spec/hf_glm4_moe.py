@@ -13,10 +13,16 @@ other way round: this module only uses the shared base helpers).
 
 from __future__ import annotations
 
-from archscope.spec.hf_keys import Defaulted, Keys
+from archscope.spec.hf_keys import SPEC_TO_HF, Defaulted, Keys
 from archscope.spec.hf_readers_base import _act, _base, _heads, _select, mtp_layers
 from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
+
+# spec key -> the config.json key it is read from (hf_keys.hf_key)
+SPEC_TO_HF["glm4_moe"] = {**SPEC_TO_HF["deepseek_v3"], "ffn.d_ff": "intermediate_size",
+                          "attention.qk_norm": "use_qk_norm", "attention.bias": "attention_bias",
+                          "attention.out_bias": "attention_bias",
+                          "attention.rotary_fraction": "partial_rotary_factor"}
 
 _PARTIAL = "partial_rotary_factor"
 _GLM_PARTIAL_DEFAULT = 0.5  # Glm4MoeConfig.__post_init__ sets it when the file has none

@@ -267,23 +267,12 @@ SPEC_TO_HF = {
              "attention.head_dim": "n_head", "norm.eps": "layer_norm_epsilon",
              "ffn.d_ff": "n_inner", "ffn.activation": "activation_function"},
 }
-
-
 SPEC_TO_HF["deepseek_v3"] = {**SPEC_TO_HF["deepseek_v2"], "ffn.bias": "mlp_bias",
                               "ffn.router.method": "topk_method",
                               "ffn.router.scoring": "scoring_func",
-                              "ffn.router.correction_bias": "topk_method"}
-
-SPEC_TO_HF["gemma3_text"] = {**_LLAMA, "ffn.activation": "hidden_activation",
-                              "multipliers.attention": "query_pre_attn_scalar"}
-SPEC_TO_HF["gemma3"] = {k: f"text_config.{v}" for k, v in SPEC_TO_HF["gemma3_text"].items()}
-
-
-SPEC_TO_HF["deepseek_v3"]["mtp_layers"] = "num_nextn_predict_layers"
-SPEC_TO_HF["glm4_moe"] = {**SPEC_TO_HF["deepseek_v3"], "ffn.d_ff": "intermediate_size",
-                          "attention.qk_norm": "use_qk_norm", "attention.bias": "attention_bias",
-                          "attention.out_bias": "attention_bias",
-                          "attention.rotary_fraction": "partial_rotary_factor"}
+                              "ffn.router.correction_bias": "topk_method",
+                              "mtp_layers": "num_nextn_predict_layers"}
+# the families in their own modules (hf_<family>.py) add their rows there
 
 
 def hf_key(spec_key: str | None, model_type: str, rope: str) -> str | None:
