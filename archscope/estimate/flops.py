@@ -10,10 +10,12 @@ and once per model lm_head: 2 * T * d_model * vocab, tied or not, for EVERY posi
 the built model (like transformers' forward) computes logits for all of them.
 
 - decode step at context N: T = 1; its query reads N keys (itself included), a sliding-window
-  layer min(N, window): P = min(N, window).
+  layer min(N, window), a chunked layer its own chunk's (N - 1) % chunk + 1
+  (AttentionSpec.keys_read, the one home of the rule).
 - prefill of N tokens, attention="causal" (default): only the unmasked pairs,
-  P = N(N+1)/2, and for a window layer sum_i min(i, window); attention="full": P = N^2 for
-  every layer, the square that dense kernels and torch.utils.flop_counter count.
+  P = sum_{i=1..N} keys_read(i): N(N+1)/2, for a window layer sum_i min(i, window), for a
+  chunked layer each whole chunk's c(c+1)/2 plus the last part's; attention="full": P = N^2
+  for every layer, the square that dense kernels and torch.utils.flop_counter count.
 - training per token = 3 x forward per token (backward = 2 x forward: one matmul for the
   input gradient and one for the weight gradient per forward matmul; Kaplan et al. 2020).
 
@@ -44,7 +46,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 from archscope.errors import InputError
-from archscope.estimate.kv_cache import tokens_held
 from archscope.estimate.structure import head_parts, layer_parts
 from archscope.kinds import attention_kind
 from archscope.spec import AttentionSpec, ModelSpec
@@ -79,6 +80,14 @@ def causal_pairs(n: int, window: int | None = None) -> int:
     """Unmasked query-key pairs of a causal prompt of n tokens: sum_{i=1..n} min(i, window)."""
     w = min(n, window) if window else n
     return w * (w + 1) // 2 + (n - w) * w
+
+
+def layer_causal_pairs(attn: AttentionSpec, n: int) -> int:
+    """sum_{i=1..n} attn.keys_read(i), in closed form: a chunk restarts the count."""
+    if attn.chunk:
+        whole, rest = divmod(n, attn.chunk)
+        return whole * causal_pairs(attn.chunk) + causal_pairs(rest)
+    return causal_pairs(n, attn.window)
 
 
 def _component(part_name: str) -> str:
@@ -134,7 +143,7 @@ def decode_flops(spec: ModelSpec, context: int, batch: int = 1,
     _check("batch", batch)
 
     def read(attn: AttentionSpec) -> int:
-        return tokens_held(attn, context)
+        return attn.keys_read(context)
 
     expanded = read if mla == "recompute" else (lambda attn: 1)
     macs = _forward(spec, 1, read, expanded, mla)
@@ -150,7 +159,7 @@ def prefill_flops(spec: ModelSpec, seq_len: int, batch: int = 1,
         raise InputError(f"attention FLOPs must be 'causal' or 'full', got {attention!r}")
 
     def pairs(attn: AttentionSpec) -> int:
-        return causal_pairs(seq_len, attn.window) if attention == "causal" else seq_len ** 2
+        return layer_causal_pairs(attn, seq_len) if attention == "causal" else seq_len ** 2
 
     macs = _forward(spec, seq_len, pairs, lambda attn: seq_len, mla)
     return _count("prefill", seq_len, batch, seq_len, attention, macs, mla)

@@ -7,10 +7,13 @@ matmul) normalise q and k before RoPE: `head` over each head's head_dim (Qwen3: 
 head_dim), `full` over the whole projection (OLMo 2: n_heads*head_dim and n_kv_heads*head_dim).
 With attention.rope false the layer is NoPE (SmolLM3): q and k are not rotated (no weights
 change); attention.rotary_fraction rotates only the first dims of each head (GLM-4.5; none
-change either). With attention.sinks (gpt-oss) each query head has one learned logit that joins the
-softmax's denominator and is then dropped: n_heads parameters (`sinks`), no matmul (it meets
-no key), no cache (it is not a token). The cache holds one key and one value per KV head per token:
-2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window` tokens.
+change either). With attention.sinks (gpt-oss) each query head has one learned logit that
+joins the softmax's denominator and is then dropped: n_heads parameters (`sinks`), no matmul
+(it meets no key), no cache (it is not a token). Llama 4 adds a weightless L2 QK-norm after
+RoPE (qk_norm l2), chunked attention (attention.chunk) and a temperature on NoPE layers'
+queries: none has weights or matmuls. The cache holds one key and one value per KV head per
+token: 2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window`
+tokens, a chunked layer at most `chunk`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from archscope.kinds.wording import (attention_extras, rope_text, scale_text, wi
 from archscope.units import bias_text, commas
 
 
-QK_NORM_TEXT = {"head": "per-head QK-norm", "full": "full-width QK-norm"}
+QK_NORM_TEXT = {"head": "per-head QK-norm", "full": "full-width QK-norm",
+                "l2": "L2 QK-norm after RoPE"}
 
 
 def qk_norm_widths(attn) -> tuple[int, int]:
@@ -38,7 +42,7 @@ def parts(attn, d: int):
     q_width = attn.n_heads * attn.head_dim
     kv_width = attn.n_kv_heads * attn.head_dim
     qk_norms = []
-    if attn.qk_norm:
+    if attn.qk_norm in ("head", "full"):  # Llama 4's l2 has no weight
         q_norm, k_norm = qk_norm_widths(attn)
         qk_norms = [norm("attention.q_norm", q_norm), norm("attention.k_norm", k_norm)]
     qkv = ([linear("attention.qkv_proj", d, q_width + 2 * kv_width, attn.bias)] if attn.fused_qkv
@@ -82,8 +86,9 @@ def title(a) -> str:
 
 
 def _draw_qk_norm(g, a, q: str, k: str) -> tuple[str, str]:
-    """q_norm and k_norm right after the projections, before RoPE (transformers' order)."""
-    if not a.qk_norm:
+    """q_norm and k_norm right after the projections, before RoPE (transformers' order);
+    Llama 4's weightless l2 is named on the RoPE node instead, which it follows."""
+    if a.qk_norm not in ("head", "full"):
         return q, k
     q_w, k_w = (commas(w) for w in qk_norm_widths(a))
     per = " on each head" if a.qk_norm == "head" else " over all heads"
@@ -101,9 +106,11 @@ def draw(g, spec, a):
         q = g.node("q", f"q_proj{bias_text(a.bias)}<br/>{d} → {a.n_heads}×{hd}")
         k = g.node("k", f"k_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
         v = g.node("v", f"v_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
-    window = f"<br/>holds the last {commas(a.window)} tokens" if a.window else ""
+    window = (f"<br/>holds the last {commas(a.window)} tokens" if a.window else
+              f"<br/>holds the current chunk of {commas(a.chunk)}" if a.chunk else "")
     cache = g.store("cache", f"KV cache<br/>2 × {a.n_kv_heads} × {hd} per token{window}")
-    span = f"<br/>sliding window {commas(a.window)}" if a.window else ""
+    span = (f"<br/>sliding window {commas(a.window)}" if a.window else
+            f"<br/>within chunks of {commas(a.chunk)}" if a.chunk else "")
     share = (f"{a.group_size} query heads share each KV head" if a.group_size > 1
              else "one KV head per query head")
     sink = "<br/>+ a learned sink logit per head in the softmax" if a.sinks else ""
@@ -113,7 +120,8 @@ def draw(g, spec, a):
     entry = list(dict.fromkeys([q, k, v]))
     q, k = _draw_qk_norm(g, a, q, k)
     if spec.position.kind == "rope" and a.rope:  # a NoPE layer: no rotation node
-        rope = g.node("rope", f"{rope_text(spec)}<br/>on q and k")
+        l2 = ", then L2 norm" if a.qk_norm == "l2" else ""
+        rope = g.node("rope", f"{rope_text(spec)}<br/>on q and k{l2}")
         g.edge(q, rope, "q")
         g.edge(k, rope, "k")
         g.edge(rope, sdpa, "q")

@@ -39,6 +39,7 @@ def describe(f, d: int) -> str:
     unit = f" ({f.activation}{', bias' if f.bias else ''}{clamp_text(f)})" \
         if f.limit is not None or f.bias else ""
     routing += ", bias" if r.bias else ""
+    routing += ", weight on the expert's input" if r.weights == "input" else ""
     return (f"MoE: {f.n_experts} experts, top-{f.top_k}{_shared(f)}, each SwiGLU "
             f"{d}->{f.d_expert}->{d}{unit}; router {routing}")
 
@@ -54,7 +55,8 @@ def draw(g, spec, f):
                                 f"{clamp_text(f)}")
     weights = "weights renormalised" if r.normalize else f"{r.scoring} weights"
     scale = f" × {num(r.scaling_factor)}" if r.scaling_factor != 1 else ""
-    combine = g.circle("combine", f"Σ gᵢ·Eᵢ(x){scale}")
+    combine = g.circle("combine", f"Σ Eᵢ(gᵢ·x){scale}" if r.weights == "input"
+                       else f"Σ gᵢ·Eᵢ(x){scale}")
     g.edge(router, experts, f"top-{f.top_k} ids")
     g.dotted(router, combine, weights)
     g.edge(experts, combine)

@@ -13,20 +13,29 @@ def attention_extras(attn) -> str:
                              "q/k/v" if attn.bias else "o")
     if attn.window:
         text += f", sliding window {attn.window}"
+    if attn.chunk:
+        text += f", chunked attention {attn.chunk}"
+    if attn.temperature_floor:
+        text += (f", temperature tuning (floor {attn.temperature_floor}, "
+                 f"scale {num(attn.temperature_scale)})")
     return text
 
 
 def window_label(attn) -> str:
+    if attn.chunk:
+        return f" + chunks of {attn.chunk:,}"
     return f" + sliding window {attn.window:,}" if attn.window else ""
 
 
 def window_short(attn) -> str:
+    if attn.chunk:
+        return f", chunk {commas(attn.chunk)}"
     return f", window {commas(attn.window)}" if attn.window else ""
 
 
 def rope_text(spec) -> str:
     p = spec.position
-    text = f"RoPE θ={num(p.theta)}"
+    text = f"RoPE θ={num(p.theta)}" + (", adjacent pairs" if p.interleaved else "")
     return text + (f", {p.scaling.kind} ×{num(p.scaling.factor)}" if p.scaling else "")
 
 

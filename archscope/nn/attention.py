@@ -1,8 +1,11 @@
-"""Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window,
-RoPE on q and k unless the layer is NoPE (attention.rope false, SmolLM3), on part of each head
-with attention.rotary_fraction (GLM-4.5), an optional RMSNorm of q and k (QK-norm: per head as
-in Qwen3, full width as in OLMo 2), q, k and v from one fused projection or three (Phi-3's
-qkv_proj, Llama's q/k/v_proj), and optional attention sinks (gpt-oss: a learned logit per head in the softmax's denominator)."""
+"""Grouped-query attention (MHA and MQA as the two extremes), with an optional sliding window
+or chunk (Llama 4), RoPE on q and k unless the layer is NoPE (attention.rope false, SmolLM3),
+on half-split or adjacent pairs (position.interleaved, Llama 4) and on part of each head
+(attention.rotary_fraction, GLM-4.5), an optional norm of q and k (QK-norm: RMSNorm per head as
+in Qwen3, full width as in OLMo 2, before RoPE; Llama 4's weightless l2 per head, after RoPE),
+Llama 4's temperature tuning of q on NoPE layers, q, k and v from one fused projection or three
+(Phi-3's qkv_proj, Llama's q/k/v_proj), and optional attention sinks (gpt-oss: a learned logit
+per head in the softmax's denominator)."""
 
 from __future__ import annotations
 
@@ -12,16 +15,28 @@ from torch import nn
 
 from archscope.nn.cache import LayerCache, attention_mask
 from archscope.nn.norms import RMSNorm
-from archscope.nn.rope import apply_partial_rope, apply_rope
+from archscope.nn.rope import apply_partial_rope, apply_rope, apply_rope_interleaved
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
 
+class L2Norm(nn.Module):
+    """Llama 4's QK-norm: x / sqrt(mean(x^2) + eps) over the last dim, no weight, in fp32."""
+
+    def __init__(self, eps: float):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.float()
+        return (y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
+
+
 def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gqa: bool,
-           sinks: torch.Tensor | None = None):
+           chunk: int | None = None, sinks: torch.Tensor | None = None):
     """SDPA over q [B,H,T,D] and k/v [B,Hkv,S,D] for queries at positions start..start+T-1.
 
-    Decides the mask: none for a single query over exactly its valid cache slots, `is_causal`
-    for a plain prompt, an explicit causal/window mask otherwise. `start` may be a device
+    Decides the mask: none for a single query over exactly the cache slots it sees, `is_causal`
+    for a plain prompt, an explicit causal/window/chunk mask otherwise. `start` may be a device
     tensor (a fixed-shape decode step reading every slot; `key_pos` then marks the valid ones).
     `gqa`: k/v have fewer heads than q. A static flag from the module, not read off the shapes,
     so that tracing (fvcore, torch.jit) sees a Python bool. `sinks` [H]: see `attend_with_sinks`.
@@ -31,16 +46,17 @@ def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gq
         mask = None
         if n_q > 1 or key_pos is not None:
             query_pos = torch.arange(n_q, device=q.device) + start
-            mask = attention_mask(query_pos, query_pos if key_pos is None else key_pos, window)
+            mask = attention_mask(query_pos, query_pos if key_pos is None else key_pos, window,
+                                  chunk)
         return attend_with_sinks(q, k, v, mask, scale, sinks, gqa)
     if n_q == 1 and key_pos is None:
         return F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=gqa)
-    if key_pos is None and window is None:
+    if key_pos is None and window is None and chunk is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
     query_pos = torch.arange(n_q, device=q.device) + start
     if key_pos is None:
         key_pos = query_pos
-    mask = attention_mask(query_pos, key_pos, window)
+    mask = attention_mask(query_pos, key_pos, window, chunk)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
 
 
@@ -65,7 +81,8 @@ class GQAAttention(nn.Module):
         super().__init__()
         d, h, hkv, hd = spec.d_model, attn.n_heads, attn.n_kv_heads, attn.head_dim
         self.n_heads, self.n_kv_heads, self.head_dim, self.window = h, hkv, hd, attn.window
-        self.tokens_held = attn.tokens_held  # the window cap: the cache holds no more
+        self.chunk = attn.chunk
+        self.tokens_held = attn.tokens_held  # the window/chunk cap: the cache holds no more
         # Phi-3's fused_qkv: one qkv_proj (rows q, k, v), under its HF name so a checkpoint
         # loads as it is; else Llama's three
         self.fused = bool(attn.fused_qkv)
@@ -81,15 +98,20 @@ class GQAAttention(nn.Module):
         # n_kv_heads*head_dim); both before RoPE, with the model's eps, as in transformers.
         self.q_norm_width, self.k_norm_width = {"full": (h * hd, hkv * hd)}.get(attn.qk_norm,
                                                                                  (hd, hd))
-        qk = attn.qk_norm is not None
+        qk = attn.qk_norm in ("head", "full")
         eps, offset = spec.norm.eps, spec.norm.unit_offset  # Gemma's (1 + weight) here too
         self.q_norm = RMSNorm(self.q_norm_width, eps, offset) if qk else nn.Identity()
         self.k_norm = RMSNorm(self.k_norm_width, eps, offset) if qk else nn.Identity()
+        # Llama 4's l2 norm has no weight and follows RoPE (transformers' order), so it is a
+        # module outside the q_norm/k_norm slots, which hold weights and precede RoPE
+        self.l2_norm = L2Norm(eps) if attn.qk_norm == "l2" else nn.Identity()
         self.o_proj = nn.Linear(h * hd, d, bias=attn.has_out_bias)
         self.scale = spec.mults.attention or hd ** -0.5
         self.rotary = spec.position.kind == "rope" and attn.rope  # false: a NoPE layer
         # rotary_fraction < 1 (GLM-4.5): the model's cos/sin cover the first rotary_dim dims
-        self.rotate = apply_rope if attn.rotary_dim == hd else apply_partial_rope
+        self.rotate = (apply_rope_interleaved if spec.position.interleaved else
+                       apply_rope if attn.rotary_dim == hd else apply_partial_rope)
+        self.temperature = (attn.temperature_floor, attn.temperature_scale)
         self.sinks = nn.Parameter(torch.empty(h)) if attn.sinks else None  # gpt-oss's
 
     def _heads(self, y, heads: int, norm: nn.Module, width: int):
@@ -113,16 +135,27 @@ class GQAAttention(nn.Module):
         if self.rotary:
             cos, sin = rope
             q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+        q, k = self.l2_norm(q), self.l2_norm(k)
+        if self.temperature[0] is not None:
+            q = self._tuned(q, start)
         key_pos = None
         if cache is not None:
             kv, key_pos = cache.append({"k": k, "v": v}, start)
             k, v = kv["k"], kv["v"]
         out = attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale,
-                     gqa=self.n_kv_heads != self.n_heads, sinks=self.sinks)
+                     gqa=self.n_kv_heads != self.n_heads, chunk=self.chunk, sinks=self.sinks)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+    def _tuned(self, q, start):
+        """q [B, H, T, D] times Llama 4's temperature at each query's position (computed in
+        fp32 from positions on the device, so `start` may be a device tensor)."""
+        floor, strength = self.temperature
+        pos = torch.arange(q.shape[2], device=q.device) + start
+        scale = torch.log1p(torch.floor((pos.float() + 1.0) / floor)) * strength + 1.0
+        return (q * scale[:, None]).to(q.dtype)
 
     def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:
         capacity = self.tokens_held(max_len)
         shape = (batch, self.n_kv_heads, self.head_dim)
         return LayerCache({"k": shape, "v": shape}, seq_dim=2, capacity=capacity,
-                          device=device, dtype=dtype)
+                          device=device, dtype=dtype, chunk=self.chunk)

@@ -2,8 +2,14 @@
 
 Each layer owns a `LayerCache`: a few tensors with the sequence on one axis, allocated once for
 `capacity` tokens. Full-attention layers get the whole context; sliding-window layers get
-`window` slots used as a ring buffer, so they never hold more than the window. MLA layers store
-their latent and shared RoPE key here instead of keys and values.
+`window` slots used as a ring buffer, so they never hold more than the window; chunked layers
+(Llama 4) get `chunk` slots the same way. MLA layers store their latent and shared RoPE key
+here instead of keys and values.
+
+A token at position p sits in slot p % capacity. For a chunked layer capacity is the chunk (or
+the whole context when that is shorter), so the current chunk's tokens are exactly slots
+0 .. p % chunk: a single-token step reads those and no mask is needed, even though the slots
+after them still hold the previous chunk.
 """
 
 from __future__ import annotations
@@ -13,8 +19,8 @@ import torch
 
 class LayerCache:
     def __init__(self, shapes: dict[str, tuple[int, ...]], seq_dim: int, capacity: int,
-                 device, dtype):
-        self.seq_dim, self.capacity = seq_dim, capacity
+                 device, dtype, chunk: int | None = None):
+        self.seq_dim, self.capacity, self.chunk = seq_dim, capacity, chunk
         self.buffers = {name: torch.zeros(*shape[:seq_dim], capacity, *shape[seq_dim:],
                                           device=device, dtype=dtype)
                         for name, shape in shapes.items()}
@@ -23,8 +29,9 @@ class LayerCache:
     def append(self, new: dict[str, torch.Tensor], start: int):
         """Store the new tokens (positions start, start+1, ...) and return what attention reads.
 
-        Returns (tensors, key_positions). For one new token the tensors are exactly the valid
-        slots, all inside the window, so no mask is needed and key_positions is None. For several
+        Returns (tensors, key_positions). For one new token the tensors are exactly the slots
+        it sees (all valid slots inside the window; a chunked layer's slots of the current
+        chunk), so no mask is needed and key_positions is None. For several
         new tokens, older slots plus the new ones are returned with their absolute positions,
         from which the caller builds the causal/window mask.
         """
@@ -36,7 +43,8 @@ class LayerCache:
             for name, t in new.items():
                 self.buffers[name].narrow(self.seq_dim, slot, 1).copy_(t)
             self.positions[slot] = start
-            n_valid = min(start + 1, self.capacity)
+            # a chunk starts again at slot 0 (the module doc): the rest is the previous chunk
+            n_valid = start % self.chunk + 1 if self.chunk else min(start + 1, self.capacity)
             return {name: b.narrow(self.seq_dim, 0, n_valid) for name, b in self.buffers.items()}, None
 
         n_old = min(start, self.capacity)
@@ -95,10 +103,14 @@ class KVCache:
         self.length = torch.tensor(int(self.length), dtype=torch.long, device=device)
 
 
-def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int | None):
-    """Boolean [T_q, T_k]: a query sees keys at or before it, and within the window if any."""
+def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int | None,
+                   chunk: int | None = None):
+    """Boolean [T_q, T_k]: a query sees keys at or before it, within the window if any, and in
+    its own chunk if any (positions floor(p/chunk)*chunk .. p; -1 marks an empty slot)."""
     mask = key_pos[None, :] <= query_pos[:, None]
     mask &= key_pos[None, :] >= 0
     if window is not None:
         mask &= key_pos[None, :] > query_pos[:, None] - window
+    if chunk is not None:
+        mask &= key_pos[None, :] // chunk == query_pos[:, None] // chunk
     return mask

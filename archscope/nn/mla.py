@@ -50,23 +50,11 @@ from archscope.errors import InputError
 from archscope.nn.attention import attend
 from archscope.nn.cache import LayerCache
 from archscope.nn.norms import RMSNorm
-from archscope.nn.rope import _yarn_mscale
+from archscope.nn.rope import _yarn_mscale, apply_rope_interleaved
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
 LATENT_NORM_EPS = 1e-6  # transformers/DeepSeek build both latent RMSNorms with the default eps
 DECODE_FORMS = ("absorbed", "recompute")  # MLAttention.decode_form; the first is the default
-
-
-def apply_rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate adjacent pairs of x [..., T, dim] (DeepSeek's layout).
-
-    cos/sin are the model's [T, dim] tables in the half-split layout cat(angles, angles), so
-    their first half holds one angle per pair.
-    """
-    half = x.shape[-1] // 2
-    c, s = cos[..., :half].float(), sin[..., :half].float()
-    x0, x1 = x[..., 0::2].float(), x[..., 1::2].float()  # in fp32, as transformers rotates
-    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1).flatten(-2).to(x.dtype)
 
 
 def softmax_scale(spec: ModelSpec, attn: AttentionSpec) -> float:

@@ -14,7 +14,9 @@ One component covers DeepSeekMoE, Mixtral and GraniteMoe; only the spec's settin
   chosen experts' unbiased scores;
 - routing.scaling_factor multiplies the weights (DeepSeek's routed_scaling_factor), after any
   normalisation;
-- out = sum_k weight_k * expert_k(x) + shared_experts(x).
+- out = sum_k weight_k * expert_k(x) + shared_experts(x); with routing.weights "input"
+  (Llama 4: top-1, sigmoid) the weight scales the expert's input instead:
+  out = sum_k expert_k(weight_k * x) + shared_experts(x).
 
 Routed experts are stored as transformers 5.x does, so checkpoint mapping is a rename:
 `experts.gate_up_proj` [n_experts, 2*d_expert, d_model] (gate rows first, then up) and
@@ -92,8 +94,9 @@ class RoutedExperts(nn.Module):
     """n_experts SwiGLU experts as two fused 3-D weights (transformers 5.x names and layout)."""
 
     def __init__(self, n_experts: int, d_model: int, d_expert: int, activation: str, bias: bool,
-                 limit: float | None = None):
+                 limit: float | None = None, weigh_input: bool = False):
         super().__init__()
+        self.weigh_input = weigh_input  # the router's weight scales the input, not the output
         self.gate_up_proj = nn.Parameter(torch.empty(n_experts, 2 * d_expert, d_model))
         self.down_proj = nn.Parameter(torch.empty(n_experts, d_model, d_expert))
         # Biases: gpt-oss's experts have them (gate_up_proj_bias rows as gate_up_proj's)
@@ -115,13 +118,14 @@ def experts_reference(experts: RoutedExperts, x, weights, index) -> torch.Tensor
         token, slot = torch.where(index == e)
         if token.numel() == 0:
             continue
-        bias = experts.gate_up_proj_bias
-        h = F.linear(x[token], experts.gate_up_proj[e], None if bias is None else bias[e])
+        bias, w = experts.gate_up_proj_bias, weights[token, slot, None]
+        rows = (x[token] * w).to(x.dtype) if experts.weigh_input else x[token]
+        h = F.linear(rows, experts.gate_up_proj[e], None if bias is None else bias[e])
         gate, up = h.chunk(2, dim=-1)
         bias = experts.down_proj_bias
         y = F.linear(experts.glu(gate, up), experts.down_proj[e],
                      None if bias is None else bias[e])
-        out.index_add_(0, token, (y * weights[token, slot, None]).to(x.dtype))
+        out.index_add_(0, token, (y if experts.weigh_input else y * w).to(x.dtype))
     return out
 
 
@@ -136,14 +140,18 @@ def experts_batched(experts: RoutedExperts, x, weights, index, method: str | Non
     expert_of_row = flat[order]
     token_of_row = order // top_k
     offsets = torch.bincount(flat, minlength=n_experts).cumsum(0).to(torch.int32)
-    h = grouped_linear(x[token_of_row], experts.gate_up_proj, offsets, method)
+    w = weights.flatten()[order, None]
+    rows = x[token_of_row]
+    if experts.weigh_input:
+        rows = (rows * w).to(x.dtype)
+    h = grouped_linear(rows, experts.gate_up_proj, offsets, method)
     if experts.gate_up_proj_bias is not None:
         h = h + experts.gate_up_proj_bias[expert_of_row]
     gate, up = h.chunk(2, dim=-1)
     y = grouped_linear(experts.glu(gate, up), experts.down_proj, offsets, method)
     if experts.down_proj_bias is not None:
         y = y + experts.down_proj_bias[expert_of_row]
-    y = (y * weights.flatten()[order, None]).to(x.dtype)
+    y = (y if experts.weigh_input else y * w).to(x.dtype)
     return torch.zeros_like(x).index_add_(0, token_of_row, y)
 
 
@@ -219,7 +227,7 @@ class MoE(nn.Module):
         d = spec.d_model
         self.gate = Router(d, ffn.n_experts, ffn.top_k, ffn.routing)
         self.experts = RoutedExperts(ffn.n_experts, d, ffn.d_expert, ffn.activation, ffn.bias,
-                                     ffn.limit)
+                                     ffn.limit, weigh_input=ffn.routing.weights == "input")
         shared = ffn.shared_experts * ffn.d_expert  # one SwiGLU as wide as all of them
         self.shared_experts = (GatedMLP(d, shared, ffn.activation, ffn.bias, limit=ffn.limit)
                                if shared else None)

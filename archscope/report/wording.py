@@ -30,7 +30,7 @@ def position(p: PositionSpec) -> str:
     text = f"RoPE theta={p.theta:g}"
     if p.scaling:
         text += f", {p.scaling.kind} scaling x{p.scaling.factor:g}"
-    return text
+    return text + (", adjacent pairs" if p.interleaved else "")
 
 
 def norm(n: NormSpec) -> str:

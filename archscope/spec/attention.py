@@ -1,5 +1,6 @@
 """The spec's attention component: GQA (with MHA and MQA as its extremes) and DeepSeek's MLA,
-with what a layer may add (window, QK-norm, NoPE, fused projections).
+with what a layer may add (window or chunk, QK-norm, NoPE, temperature tuning, fused
+projections).
 
 A frozen dataclass whose field names are the YAML keys (DESIGN.md section 2); it checks its
 own consistency in `validate`. The per-layer plan that varies it layer by layer is in `schema`.
@@ -14,8 +15,9 @@ from archscope.spec.checks import absent_unless, one_spelling, positive, require
 
 AttentionKind = Literal["gqa", "mla"]
 # RMSNorm of q and k after their projections, before RoPE: over each head's head_dim (Qwen3),
-# or over the whole projected width, all heads at once (OLMo 2)
-QKNorm = Literal["head", "full"]
+# or over the whole projected width, all heads at once (OLMo 2); l2: Llama 4's weightless
+# x / sqrt(mean(x^2) + eps) over each head, AFTER RoPE (and so on RoPE layers only)
+QKNorm = Literal["head", "full", "l2"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,9 @@ class AttentionSpec:
     bias: bool = False  # q/k/v projection biases
     out_bias: bool | None = None  # o_proj bias; defaults to `bias`
     window: int | None = None  # sliding window (keys per query, itself included)
+    # chunked attention (Llama 4's attention_chunk_size): a query at position p sees the keys
+    # of its own chunk only, positions floor(p/chunk)*chunk .. p; the cache holds `chunk`
+    chunk: int | None = None
     qk_norm: QKNorm | None = None  # gqa: RMSNorm q and k (see QKNorm), eps = norm.eps
     # gqa: q, k and v as one Linear, `qkv_proj` d -> (n_heads + 2*n_kv_heads)*head_dim, rows q
     # then k then v (Phi-3/Phi-4). The same parameters and FLOPs as three; the checkpoint and
@@ -47,6 +52,11 @@ class AttentionSpec:
     # dropped (gpt-oss's attention sinks; n_heads parameters a layer, no cache, no matmul).
     # null or false: none.
     sinks: bool | None = None
+    # Llama 4's attention temperature tuning (floor_scale, attn_scale), NoPE layers only: q at
+    # position p is multiplied by log1p(floor((p + 1) / temperature_floor)) * temperature_scale
+    # + 1 (so 1 below temperature_floor - 1). Both or neither.
+    temperature_floor: int | None = None
+    temperature_scale: float | None = None
     # MLA
     q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
     kv_lora_rank: int | None = None
@@ -63,7 +73,18 @@ class AttentionSpec:
         one_spelling(self, "sinks")
 
     def validate(self) -> None:
-        positive(self, "n_heads", "n_kv_heads", "head_dim", "window", *self.MLA_KEYS)
+        positive(self, "n_heads", "n_kv_heads", "head_dim", "window", "chunk",
+                 "temperature_floor", "temperature_scale", *self.MLA_KEYS)
+        require(self.window is None or self.chunk is None, "chunk",
+                "a layer attends within a sliding window or within chunks, not both")
+        require((self.temperature_floor is None) == (self.temperature_scale is None),
+                "temperature_scale" if self.temperature_scale is None else "temperature_floor",
+                "temperature_floor and temperature_scale go together (both or neither)")
+        require(self.temperature_floor is None or not self.rope, "temperature_floor",
+                "temperature tuning applies to NoPE layers (rope: false) only, as Llama 4's")
+        require(self.qk_norm != "l2" or self.rope, "qk_norm",
+                "l2 normalises q and k after RoPE, on RoPE layers only (Llama 4): leave it "
+                "out on a rope: false layer")
         if self.kind == "gqa":
             require(self.n_kv_heads is not None, "n_kv_heads", "required when kind is 'gqa'")
             require(self.head_dim is not None, "head_dim",
@@ -73,7 +94,8 @@ class AttentionSpec:
             absent_unless(self, "kind", "mla", *self.MLA_KEYS)
             self._check_rotary_fraction()
         else:
-            absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv", "rotary_fraction", "sinks")
+            absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv", "rotary_fraction", "sinks",
+                          "chunk", "temperature_floor", "temperature_scale")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
                                        "rope: false applies to gqa attention only")
             for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -109,10 +131,24 @@ class AttentionSpec:
             return self.qk_nope_head_dim + self.qk_rope_head_dim
         return self.head_dim
 
+    @property
+    def span(self) -> int | None:
+        """The window or the chunk: what caps the tokens a layer holds (null: none)."""
+        return self.window or self.chunk
+
     def tokens_held(self, seq_len: int) -> int:
-        """Tokens this layer attends to and caches at context seq_len: the window caps them.
-        The one home of the cap: the estimators and the builder's caches both call it."""
-        return min(seq_len, self.window) if self.window else seq_len
+        """Tokens this layer caches at context seq_len (the peak, during a step): the window or
+        the chunk caps them. The one home of the cap: the estimators and the builder's caches
+        both call it."""
+        return min(seq_len, self.span) if self.span else seq_len
+
+    def keys_read(self, seq_len: int) -> int:
+        """Keys the query at position seq_len - 1 attends to (itself included): a window's last
+        min(seq_len, window), the current chunk's (seq_len - 1) % chunk + 1, else all. The one
+        home of the rule: decode FLOPs read it, prefill's causal pairs sum it."""
+        if self.chunk:
+            return (seq_len - 1) % self.chunk + 1
+        return self.tokens_held(seq_len)
 
     @property
     def rotary_dim(self) -> int:

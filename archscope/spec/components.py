@@ -22,6 +22,9 @@ FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
 Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu"]
 RouterMethod = Literal["greedy", "group_limited_greedy", "noaux_tc"]
 RouterScoring = Literal["softmax", "sigmoid"]
+# where a routed expert's weight applies: to its output (Mixtral, DeepSeek) or to its input
+# (Llama 4: the expert runs on weight * x and its output is added as it is)
+RouterWeights = Literal["output", "input"]
 # pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
 # output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm;
 # sandwich: both, four norms per block, x + post(sublayer(pre(x))) (Gemma 2/3), keeping the final
@@ -99,13 +102,20 @@ class PositionSpec:
     kind: PositionKind
     theta: float | None = None
     scaling: ScalingSpec | None = None
+    # true: RoPE rotates adjacent pairs (x0, x1), (x2, x3), ... (Llama 4's complex product);
+    # null or false: the pairs (x_i, x_{i+dim/2}) of Llama's rotate_half. MLA's decoupled key
+    # always rotates adjacent pairs, whatever this says.
+    interleaved: bool | None = None
+
+    def __post_init__(self) -> None:
+        one_spelling(self, "interleaved")
 
     def validate(self) -> None:
         if self.kind == "rope":
             require(self.theta is not None, "theta", "required when kind is 'rope'")
             positive(self, "theta")
         else:
-            absent_unless(self, "kind", "rope", "theta", "scaling")
+            absent_unless(self, "kind", "rope", "theta", "scaling", "interleaved")
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,7 @@ class RouterSpec:
     scoring: RouterScoring = "softmax"  # DeepSeek's scoring_func
     correction_bias: bool = False  # DeepSeek-V3's e_score_correction_bias (choice only; a buffer)
     bias: bool = False  # the router Linear's own bias, added to the logits (gpt-oss)
+    weights: RouterWeights = "output"  # input: scale each expert's input instead (Llama 4)
 
     def validate(self) -> None:
         positive(self, "n_group", "topk_group", "scaling_factor")

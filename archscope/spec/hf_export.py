@@ -20,6 +20,7 @@ from archscope.spec.hf_glm4_moe import write_glm4_moe
 from archscope.spec.hf_gpt_oss import write_gpt_oss
 from archscope.spec.hf_import import EXTRA_KEY, READERS, mapping_from_raw
 from archscope.spec.hf_keys import CLASS_OF
+from archscope.spec.hf_llama4 import llama4_structure, to_llama4_text
 from archscope.spec.hf_writers_base import HF_ACT, to_base, without
 from archscope.spec.resolved import differences
 from archscope.spec.schema import ModelSpec
@@ -44,6 +45,8 @@ def _family(s: ModelSpec) -> str:
     if (s.norm.position == "sandwich" or s.norm.unit_offset
             or any(layer.position != s.position for layer in s.plan)):
         return "gemma3_text"  # only Gemma 3's class has these (before multipliers: Granite's)
+    if llama4_structure(s):  # adjacent-pair RoPE, chunks, L2 QK-norm, temperature, input weights
+        return "llama4_text"
     if mla or any(f.shared_experts for f in moe):
         return "deepseek_v2"
     if any(layer.attention.fused_qkv or layer.ffn.fused_gate_up for layer in s.plan):
@@ -181,11 +184,12 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "glm4_moe": ("Glm4MoeForCausalLM", write_glm4_moe),
     "gpt_oss": ("GptOssForCausalLM", lambda s: write_gpt_oss(s, to_base(s))),
     "gemma3_text": ("Gemma3ForCausalLM", write_gemma3_text),
+    "llama4_text": ("Llama4ForCausalLM", to_llama4_text),
     "gpt2": ("GPT2LMHeadModel", _to_gpt2),
 }
 # every model type is both read and written, except those read as another class (kimi_k2) or
-# as a wrapper's text model (gemma3): they are written as that class
-assert WRITERS.keys() == READERS.keys() - CLASS_OF.keys() - {"gemma3"}
+# as a wrapper's text model (gemma3, llama4): they are written as that class
+assert WRITERS.keys() == READERS.keys() - CLASS_OF.keys() - {"gemma3", "llama4"}
 
 
 def spec_to_hf_config(spec: ModelSpec) -> dict:

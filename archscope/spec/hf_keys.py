@@ -275,6 +275,15 @@ SPEC_TO_HF["deepseek_v3"] = {**SPEC_TO_HF["deepseek_v2"], "ffn.bias": "mlp_bias"
 # the families in their own modules (hf_<family>.py) add their rows there
 
 
+SPEC_TO_HF["llama4_text"] = {**_LLAMA, "ffn.d_ff": "intermediate_size_mlp",
+                              "attention.chunk": "attention_chunk_size",
+                              "attention.rope": "no_rope_layers", "attention.qk_norm":
+                                  "use_qk_norm", "attention.temperature_floor": "floor_scale",
+                              "attention.temperature_scale": "attn_scale",
+                              "layers": "layer_types"}
+SPEC_TO_HF["llama4"] = {k: f"text_config.{v}" for k, v in SPEC_TO_HF["llama4_text"].items()}
+
+
 def hf_key(spec_key: str | None, model_type: str, rope: str) -> str | None:
     """The config.json key a spec key was read from, if the table knows it."""
     if not spec_key:

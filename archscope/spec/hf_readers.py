@@ -16,6 +16,7 @@ from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import (_act, _divides, _llama, _moe, _multipliers,
                                            _check_types, _patch, _select,
                                            _windows)
+from archscope.spec.hf_llama4 import llama4, llama4_text
 
 
 def _mistral(c: Keys) -> dict:  # Llama + a sliding window, no bias switches
@@ -167,5 +168,7 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "gpt_oss": read_gpt_oss,
     "gemma3_text": read_gemma3_text,
     "gemma3": read_gemma3,  # the multimodal wrapper: its text_config (written as gemma3_text)
+    "llama4_text": llama4_text,
+    "llama4": llama4,  # the multimodal wrapper: its text_config (written as llama4_text)
     "gpt2": _gpt2,
 }

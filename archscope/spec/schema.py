@@ -20,14 +20,15 @@ from archscope.spec.checks import positive, require
 from archscope.spec.attention import AttentionKind, AttentionSpec, QKNorm
 from archscope.spec.components import (Activation, FFNKind, FFNSpec, NormKind, NormPosition,
                                        NormSpec, PositionKind, PositionSpec, RouterMethod,
-                                       RouterScoring, RouterSpec, ScalingKind, ScalingSpec)
+                                       RouterScoring, RouterSpec, RouterWeights, ScalingKind,
+                                       ScalingSpec)
 from archscope.spec.limits import LAYER_PICKS_MAX
 from archscope.spec.limits import WHERE as LIMITS
 
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "RouterSpec", "FFNSpec",
            "NormKind", "NormPosition", "QKNorm", "PositionKind", "ScalingKind", "AttentionKind",
-           "FFNKind", "Activation", "RouterMethod", "RouterScoring"]
+           "FFNKind", "Activation", "RouterMethod", "RouterScoring", "RouterWeights"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ class LayerPlan:
     @property
     def layer_type(self) -> str:
         """transformers' `layer_types` name for this layer (config.json reads and writes it)."""
+        if self.attention.chunk:
+            return "chunked_attention"
         return "sliding_attention" if self.attention.window else "full_attention"
 
     @property

@@ -2,7 +2,9 @@
 
 A rule maps one HF tensor to one or more of ours. Several targets mean the HF tensor is a fusion
 of ours, split along `split_dim` in the targets' sizes (GPT-2's c_attn holds q, k and v).
-`conv1d` marks GPT-2's Conv1D, which stores weights as [in, out], the transpose of nn.Linear.
+`conv1d` marks GPT-2's Conv1D, which stores weights as [in, out], the transpose of nn.Linear;
+`swap` marks fused expert tensors stored [E, in, out] (Llama 4), transposed in their last two
+dims to archscope's [E, out, in].
 `alias` marks an older checkpoint name of a tensor another rule already maps: it is read, but
 `ours_to_hf` writes only the current name.
 `layout` names a re-arrangement between HF's tensor and ours (see LAYOUTS: gpt-oss's experts).
@@ -191,13 +193,30 @@ GEMMA3 = tuple(Rule(r.hf.replace("model.", f"{prefix}", 1), r.ours, alias=alias)
     ("lm_head.weight", "lm_head.weight"),
     ("language_model.lm_head.weight", "lm_head.weight", {"alias": True}))
 
+# Llama 4 = Llama attention and norms + `feed_forward` for the FFN: dense layers' gate/up/
+# down_proj, or Llama4TextMoe's router, shared_expert and experts, whose gate_up_proj
+# [E, d, 2*d_expert] (gate columns first) and down_proj [E, d_expert, d] are ours transposed.
+# The multimodal wrapper holds the same under `language_model.` (its vision tower is not built).
+_FF = "model.layers.{i}.feed_forward"
+LLAMA4 = tuple(r for r in LLAMA if ".mlp." not in r.hf) + _rules(
+    *[(f"{_FF}.{proj}.{{p}}", f"layers.{{i}}.mlp.{proj}.{{p}}")
+      for proj in ("gate_proj", "up_proj", "down_proj")],
+    (f"{_FF}.router.weight", "layers.{i}.mlp.gate.weight"),
+    *[(f"{_FF}.experts.{proj}", f"layers.{{i}}.mlp.experts.{proj}", {"layout": "transposed"})
+      for proj in ("gate_up_proj", "down_proj")],
+    *[(f"{_FF}.shared_expert.{proj}.{{p}}", f"layers.{{i}}.mlp.shared_experts.{proj}.{{p}}")
+      for proj in ("gate_proj", "up_proj", "down_proj")],
+)
+LLAMA4_WRAPPED = tuple(Rule("language_model." + r.hf, r.ours, r.conv1d, r.split_dim, r.alias,
+                            r.layout) for r in LLAMA4)
+
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
     "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3, "qwen3_moe": QWEN3_MOE,
     "smollm3": LLAMA,  # SmolLM3 = Llama's names; NoPE changes no weight
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
     "deepseek_v3": DEEPSEEK_V3, "glm4_moe": GLM4_MOE, "gpt_oss": GPT_OSS,
-    "gemma3_text": GEMMA3_TEXT, "gemma3": GEMMA3,
+    "gemma3_text": GEMMA3_TEXT, "gemma3": GEMMA3, "llama4_text": LLAMA4, "llama4": LLAMA4_WRAPPED,
 }
 
 
