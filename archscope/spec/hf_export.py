@@ -38,6 +38,8 @@ def _family(s: ModelSpec) -> str:
         return "gpt2"  # GPT-3 too: transformers has no GPT-3 class
     if any(layer.attention.sinks for layer in s.plan):
         return "gpt_oss"  # only GptOss's attention has sinks
+    if llama4_structure(s):  # adjacent-pair RoPE, chunks, L2 QK-norm, temperature, input weights
+        return "llama4_text"
     if any(f.routing.method == "noaux_tc" or f.routing.scoring == "sigmoid" for f in moe) or \
             any(layer.attention.rotary_fraction for layer in s.plan):
         # sigmoid noaux_tc routers: DeepseekV3 (MLA), Glm4Moe (GQA, also the one partial RoPE)
@@ -45,8 +47,6 @@ def _family(s: ModelSpec) -> str:
     if (s.norm.position == "sandwich" or s.norm.unit_offset
             or any(layer.position != s.position for layer in s.plan)):
         return "gemma3_text"  # only Gemma 3's class has these (before multipliers: Granite's)
-    if llama4_structure(s):  # adjacent-pair RoPE, chunks, L2 QK-norm, temperature, input weights
-        return "llama4_text"
     if mla or any(f.shared_experts for f in moe):
         return "deepseek_v2"
     if any(layer.attention.fused_qkv or layer.ffn.fused_gate_up for layer in s.plan):
