@@ -101,6 +101,17 @@ def test_dropping_a_feature_breaks_parity(setup, what, change):
         assert max_diff(decode_stepwise(model, ids, prefill=PREFILL), reference) > 0.1
 
 
+def test_a_checkpoint_saved_by_transformers_loads(setup, tmp_path):
+    """save_pretrained's names and layouts (experts [E, in, out]) through the weight table."""
+    from archscope.weights.loader import load_checkpoint
+
+    _, hf, _, ids, reference = setup
+    hf.save_pretrained(tmp_path / "hf")
+    model = load_checkpoint(tmp_path / "hf", progress=False)[0]
+    with torch.no_grad():
+        assert max_diff(model(ids), reference) < TOL
+
+
 def test_decode_reads_the_current_chunk():
     spec = tiny_spec(**L4)
     chunked, full = spec.plan[0].attention, spec.plan[1].attention

@@ -110,7 +110,7 @@ def test_deepseek_v2_config(tmp_path):
     assert to_mapping(f.router) == {"method": "group_limited_greedy", "n_group": 4,
                                     "topk_group": 2, "normalize": False, "scaling_factor": 16.0,
                                     "scoring": "softmax", "correction_bias": False,
-                                    "bias": False}
+                                    "bias": False, "weights": "output"}
     assert to_mapping(spec.layers) == [
         {"select": "0:1", "ffn": {"kind": "swiglu", "d_ff": 512, "activation": "silu"}}]
     assert [layer.ffn.kind for layer in spec.plan] == ["swiglu", "moe", "moe", "moe"]
