@@ -27,7 +27,7 @@ T, PREFILL, WINDOW = 22, 9, 4  # a 9-token prompt over a window of 4, then 13 ca
 YARN = dict(kind="yarn", factor=4.0, original_max_seq_len=4096, beta_fast=32.0, beta_slow=1.0,
             truncate=False)
 # the clamp at 1.5 engages on the tiny model's gate and up values (std about 1.6)
-OSS = dict(n_layers=4, position=dict(kind="rope", theta=10000.0, scaling=YARN),
+OSS = dict(n_layers=2, position=dict(kind="rope", theta=10000.0, scaling=YARN),
            attention=dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=16, bias=True,
                           sinks=True),
            ffn=dict(kind="moe", n_experts=8, top_k=2, d_expert=32, activation="quick_gelu",
@@ -57,8 +57,8 @@ def test_transformers_builds_gpt_oss_as_the_spec_says(setup):
     spec, hf, ours, _, _ = setup
     assert type(hf).__name__ == "GptOssForCausalLM"
     assert hf.config.layer_types == [layer.layer_type for layer in spec.plan] == [
-        "sliding_attention", "full_attention"] * 2
-    assert [layer.self_attn.sliding_window for layer in hf.model.layers] == [WINDOW, None] * 2
+        "sliding_attention", "full_attention"]
+    assert [layer.self_attn.sliding_window for layer in hf.model.layers] == [WINDOW, None]
     assert hf.config.rope_parameters["truncate"] is False and hf.config.swiglu_limit == 1.5
     assert torch.equal(ours.layers[1].self_attn.sinks, hf.model.layers[1].self_attn.sinks)
     assert hf.model.layers[0].self_attn.sinks.abs().max() > 1.0
@@ -96,7 +96,6 @@ def test_dropping_the_sinks_breaks_parity(setup):
         layer.self_attn.sinks = None
     with torch.no_grad():
         assert max_diff(other(ids), reference) > 1e-2
-        assert max_diff(decode_stepwise(other, ids, prefill=PREFILL), reference) > 1e-2
 
 
 @pytest.mark.parametrize("change", [
