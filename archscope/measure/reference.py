@@ -3,7 +3,8 @@
 The twin is built from the spec's exported config.json (archscope.spec.hf) with its parameters
 on the meta device, then handed archscope's own weight tensors through the weight-name table
 (assign=True): the two models share storage, so the comparison costs no second copy of the
-weights and cannot differ in them. Attention is SDPA, as in archscope.
+weights and cannot differ in them. Attention is SDPA, as in archscope (eager for a class that
+has no SDPA path, such as GptOss).
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ def hf_twin(model: DecoderLM, attn_implementation: str = "sdpa"):
     config_dict = spec_to_hf_config(model.spec)
     config = transformers.AutoConfig.for_model(**config_dict)
     with _quiet(), init_empty_weights(include_buffers=False):
-        hf = transformers.AutoModelForCausalLM.from_config(
-            config, attn_implementation=attn_implementation, dtype=ref.dtype)
+        try:
+            hf = transformers.AutoModelForCausalLM.from_config(
+                config, attn_implementation=attn_implementation, dtype=ref.dtype)
+        except ValueError:  # a class with no SDPA path (GptOss: its sinks): eager is its own
+            if attn_implementation != "sdpa":
+                raise
+            hf = transformers.AutoModelForCausalLM.from_config(
+                config, attn_implementation="eager", dtype=ref.dtype)
     tensors = ours_to_hf(table_for(config_dict["model_type"]), model.state_dict())
     result = hf.load_state_dict(tensors, strict=False, assign=True)
     if result.missing_keys or result.unexpected_keys:

@@ -80,3 +80,14 @@ def test_mxfp4_experts_are_refused_by_name(saved, tmp_path):
     with pytest.raises(CheckpointError, match=r"experts\.(gate_up|down)_proj_blocks.*MXFP4.*not "
                                               r"implemented"):
         load_checkpoint(out)
+
+
+def test_profile_compare_hf_twin_runs_eager_where_transformers_has_no_sdpa(saved):
+    """GptOss refuses SDPA (its sinks); profile's transformers twin falls back to eager."""
+    from archscope.measure.reference import hf_twin, max_abs_logit_diff
+
+    folder, spec, _ = saved
+    model, _ = load_checkpoint(folder)
+    twin = hf_twin(model)
+    assert twin.config._attn_implementation == "eager"
+    assert max_abs_logit_diff(model, twin, _ids(spec)) < 1e-4
