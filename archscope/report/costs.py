@@ -95,7 +95,8 @@ def params_record(spec: ModelSpec, record: ModelRecord) -> dict:
             "positional": p.breakdown.get("positional", 0),
             "lm_head": p.breakdown.get("lm_head", 0),
             "saved_by_tying": p.tied_head, "tied_lm_head": spec.tie_embeddings,
-            "groups": p.groups, "breakdown": p.breakdown}
+            "groups": p.groups, "breakdown": p.breakdown,
+            "mtp": p.mtp, "mtp_layers": spec.mtp_layers}
 
 
 def cost_record(spec: ModelSpec, record: ModelRecord) -> dict:

@@ -20,6 +20,8 @@ DPI = 100
 RC = {"font.size": 9, "axes.titlesize": 11, "legend.fontsize": 8, "svg.hashsalt": "archscope",
       "figure.dpi": DPI, "savefig.dpi": DPI}
 STYLES = ("-", "--", "-.", ":")
+FIGURE_WIDTH = 12  # inches: room for a two-column legend beside the axes
+LEGEND_ROWS = 30  # entries per legend column
 PATHS = {  # alt text -> path under the report folder
     "KV cache vs context length": "figures/kv_cache_vs_context.png",
     "Parameter breakdown": "figures/params_breakdown.png",
@@ -68,10 +70,32 @@ def _context_axes(fig: Figure, title: str, ylabel: str, unit: str):
     return ax
 
 
+def _side_legend(ax) -> None:
+    """The legend beside the axes, in as many columns as it needs to stay within the figure
+    (one line per preset: thirty-odd presets no longer fit one column)."""
+    entries = len(ax.get_legend_handles_labels()[1])
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              ncol=1 + (entries - 1) // LEGEND_ROWS)
+
+
+def _capped_text(r: dict) -> str | None:
+    """'gpt-oss-20b: sliding window 128 caps 12 of 24 layers' (or 'caps the cache' when every
+    layer is capped), from the record's distinct attentions; None when no layer is capped."""
+    capped = [a for a in r["attention"] if a["window"] or a["chunk"]]
+    if not capped:
+        return None
+    a = capped[0]
+    what = f"sliding window {a['window']:,}" if a["window"] else f"chunks of {a['chunk']:,}"
+    n, total = sum(a["count"] for a in capped), sum(a["count"] for a in r["attention"])
+    return f"{r['name']}: {what} caps " + ("the cache" if n == total else
+                                            f"{n} of {total} layers")
+
+
 def kv_cache_figure(records: list[dict]) -> Figure:
-    """Every preset up to its context. MLA and sliding-window models are drawn thick (they are
-    the point of the figure); MLA also dotted at its decompressed size; a window flattens."""
-    fig = Figure(figsize=(10, 6.5))
+    """Every preset up to its context. MLA and window/chunk models are drawn thick (they are
+    the point of the figure); MLA also dotted at its decompressed size; a window or chunk on
+    every layer flattens the line, on some layers only bends it."""
+    fig = Figure(figsize=(FIGURE_WIDTH, 6.5))
     ax = _context_axes(fig, f"KV cache vs context length ({records[0]['kv_cache'][0]['dtype']}, "
                             "batch 1)",
                        "KV cache (log scale)", "B")
@@ -79,27 +103,27 @@ def kv_cache_figure(records: list[dict]) -> Figure:
     for i, r in enumerate(records):
         s, style = r["series"], _style(i, colors)
         mla = s["kv_cache_decompressed_bytes"] != s["kv_cache_bytes"]
-        windows = sorted({a["window"] for a in r["attention"] if a["window"]})
-        if mla or windows:
+        capped = _capped_text(r)
+        if mla or capped:
             style["linewidth"] = 3.0
         ax.plot(s["context"], s["kv_cache_bytes"], label=r["name"], **style)
         if mla:
             ax.plot(s["context"], s["kv_cache_decompressed_bytes"], color=style["color"],
                     linestyle=":", linewidth=1.2, label=f"{r['name']} if decompressed (naive MLA)")
-        if windows:
-            ax.annotate(f"{r['name']}: sliding window {windows[0]:,} caps the cache",
+        if capped:
+            ax.annotate(capped,
                         (s["context"][-1], s["kv_cache_bytes"][-1]), xytext=(0, 8),
                         textcoords="offset points", ha="right", va="bottom", fontsize=8,
                         color=style["color"], fontweight="bold",
                         bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
                               "alpha": 0.85})
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _side_legend(ax)
     fig.tight_layout()
     return fig
 
 
 def flops_figure(records: list[dict]) -> Figure:
-    fig = Figure(figsize=(10, 6.5))
+    fig = Figure(figsize=(FIGURE_WIDTH, 6.5))
     mla = records[0]["decode_flops"][0]["mla_convention"]
     ax = _context_axes(fig, f"Decode FLOPs per token vs context (MLA: {mla} convention)",
                        "FLOPs per generated token (log scale)", "FLOP")
@@ -107,7 +131,7 @@ def flops_figure(records: list[dict]) -> Figure:
     for i, r in enumerate(records):
         s = r["series"]
         ax.plot(s["context"], s["decode_flops"], label=r["name"], **_style(i, colors))
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _side_legend(ax)
     fig.tight_layout()
     return fig
 

@@ -49,7 +49,7 @@ def attention_record(attn: AttentionSpec, indices: list[int], d_model: int) -> d
         "describe": kind.describe(attn), "cache_formula": kind.cache_formula(attn),
         "n_heads": attn.n_heads, "kv_heads": attn.kv_heads, "group_size": attn.group_size,
         "qk_head_dim": attn.qk_head_dim, "v_head_dim": attn.value_head_dim,
-        "window": attn.window, "bias": attn.bias, "out_bias": attn.has_out_bias,
+        "window": attn.window, "chunk": attn.chunk, "bias": attn.bias, "out_bias": attn.has_out_bias,
         "kv_lora_rank": attn.kv_lora_rank, "qk_rope_head_dim": attn.qk_rope_head_dim,
         "q_lora_rank": attn.q_lora_rank,
         "kv_elements_per_token": kv_elements_per_token(attn),

@@ -80,6 +80,10 @@ def parameters(dive: dict) -> str:
     totals = [("total", p["total"]), ("active per token", p["active"]),
               ("embedding (lookup tables)", p["embedding"])]
     groups = table(list(p["groups"].items()) + totals, cols)
+    if p["mtp"]:  # shipped in the checkpoint, run by no model here: beside the total, not in it
+        groups += (f"\n\nThe checkpoint also ships {p['mtp_layers']} multi-token-prediction "
+                   f"module(s): {commas(p['mtp'])} parameters ({human(p['mtp'])}), not in the "
+                   "total above (no model here runs them; the loader skips their tensors).")
     return section("Parameter breakdown", by_key + "\n\n" + groups, dive["conventions"]["params"])
 
 
