@@ -1,0 +1,120 @@
+"""Parameters, per-sequence state and FLOPs of one Mamba-2 (SSD) mixer, from its spec alone.
+
+Pure Python (no torch). Notation: d = d_model, H = n_heads, P = head_dim, N = d_state,
+G = n_groups, K = conv_kernel, Q = chunk_size, I = H*P (d_inner), W = I + 2*G*N (conv_dim).
+Source: the module in archscope/nn/mamba2.py, built as transformers 5.23 builds
+GraniteMoeHybridMambaLayer, NemotronHMamba2Mixer and BambaMixer; the scan's terms are the
+matmuls of the chunked SSD algorithm (Mamba-2 paper, section 6), which transformers' torch
+path and archscope's module run. tests/nn/test_mamba2_mixer.py checks every figure against
+the built modules and FlopCounterMode.
+
+FLOPs follow archscope's convention: 2 per multiply-add, matmuls only (the depthwise conv is
+counted: it multiplies each weight once per token). Left out, as elementwise: softplus, exp,
+the decays, the D skip (I per token), the gate and the norm, and in decode the state update
+(the decay H*P*N multiplies and the outer product dt*x*B^T, H*P*N multiply-adds).
+"""
+
+from __future__ import annotations
+
+from archscope.kinds.base import Part, linear, norm
+
+# transformers' torch path keeps the SSM state in fp32 whatever the model's dtype (its scan
+# runs in fp32 and returns its final state so; decode writes back in the state's dtype)
+SSM_STATE_BYTES = 4
+
+
+def parts(m, d: int) -> list[Part]:
+    """One mixer's parameters and per-token multiply-adds, by module (transformers' names):
+
+    in_proj   d*(2I + 2GN + H) (+ 2I + 2GN + H bias)   d -> z | x B C | dt
+    conv1d    W*K (+ W bias)                            depthwise: K taps per channel; W*K MACs
+    dt_bias, A_log, D   H each                          per head, no matmul
+    norm      I                                         the gated RMSNorm's weight
+    out_proj  I*d (+ d bias)
+    """
+    conv = m.conv_dim * m.conv_kernel
+    return [linear("mixer.in_proj", d, m.in_proj_width, m.proj_bias),
+            Part("mixer.conv1d", conv + (m.conv_dim if m.conv_bias else 0), conv),
+            Part("mixer.dt_bias", m.n_heads),
+            Part("mixer.A_log", m.n_heads),
+            Part("mixer.D", m.n_heads),
+            norm("mixer.norm", m.d_inner),
+            linear("mixer.out_proj", m.d_inner, d, m.proj_bias)]
+
+
+def param_count(m, d: int) -> int:
+    """Sum of `parts`: d*(2I + 2GN + H) + W*K + 3H + I + I*d, plus the biases."""
+    return sum(p.params for p in parts(m, d))
+
+
+def state_elements(m) -> dict[str, int]:
+    """Per sequence: the conv state keeps K columns of W channels (transformers keeps all K,
+    though a step reads only K - 1), the SSM state a P x N matrix per head.
+
+    conv = W*K,  ssm = H*P*N
+    """
+    return {"conv": m.conv_dim * m.conv_kernel, "ssm": m.n_heads * m.head_dim * m.d_state}
+
+
+def state_bytes(m, conv_bytes: int, ssm_bytes: int = SSM_STATE_BYTES) -> int:
+    """Bytes one sequence's state holds in one layer, constant in context length:
+    W*K*conv_bytes + H*P*N*ssm_bytes. conv_bytes is the activations' dtype (the conv state is
+    a copy of the conv's inputs); ssm_bytes defaults to transformers' fp32."""
+    e = state_elements(m)
+    return e["conv"] * conv_bytes + e["ssm"] * ssm_bytes
+
+
+def _flops(macs: dict[str, int]) -> dict[str, int]:
+    return {name: 2 * n for name, n in macs.items()}
+
+
+def decode_flops(m, d: int) -> dict[str, int]:
+    """FLOPs of one token through the recurrence, by part; independent of the context length.
+
+    in_proj   2*d*(2I + 2GN + H)
+    conv1d    2*W*K          one output per channel from the K newest inputs
+    ssm.readout  2*H*P*N     y = h C per head (h: P x N)
+    out_proj  2*I*d
+    """
+    per_token = {p.name: p.macs for p in parts(m, d) if p.macs}
+    return _flops({"mixer.in_proj": per_token["mixer.in_proj"],
+                   "mixer.conv1d": per_token["mixer.conv1d"],
+                   "mixer.ssm.readout": m.n_heads * m.head_dim * m.d_state,
+                   "mixer.out_proj": per_token["mixer.out_proj"]})
+
+
+def prefill_flops(m, d: int, seq_len: int) -> dict[str, int]:
+    """FLOPs of one sequence of seq_len = T tokens through the chunked scan, by part.
+
+    Convention: chunks of Q = chunk_size tokens, the prompt zero-padded to c = ceil(T/Q) whole
+    chunks; each chunk's Q x Q blocks are counted whole (the scan computes them whole and
+    masks them, as FlopCounterMode counts), and states pass between chunks as one dense
+    (c+1) x (c+1) decay matrix per head (the initial state is chunk -1), as the SSD listing
+    writes it. Per head, with B and C repeated from groups to heads:
+
+    in_proj, conv1d, out_proj   T times their decode_flops
+    ssd.scores        2*c*Q*Q*H*N      C_l . B_s inside each chunk
+    ssd.intra         2*c*Q*Q*H*P      masked scores times dt*x inside each chunk
+    ssd.chunk_states  2*c*Q*H*P*N      each chunk's own contribution to its end state
+    ssd.state_passing 2*(c+1)^2*H*P*N  the states at chunk starts (and the final one)
+    ssd.readout       2*c*Q*H*P*N      each chunk's start state read out by C
+
+    What the fused kernels do differs (they form C.B per group, not per head, skip tiles above
+    the diagonal and pass states by an elementwise scan), so for them this is an upper bound.
+    """
+    if seq_len <= 0:
+        return {}
+    q, hpn = m.chunk_size, m.n_heads * m.head_dim * m.d_state
+    c = -(-seq_len // q)
+    token = decode_flops(m, d)
+    macs = {
+        "ssd.scores": c * q * q * m.n_heads * m.d_state,
+        "ssd.intra": c * q * q * m.n_heads * m.head_dim,
+        "ssd.chunk_states": c * q * hpn,
+        "ssd.state_passing": (c + 1) ** 2 * hpn,
+        "ssd.readout": c * q * hpn,
+    }
+    return {"mixer.in_proj": seq_len * token["mixer.in_proj"],
+            "mixer.conv1d": seq_len * token["mixer.conv1d"],
+            **_flops({f"mixer.{k}": v for k, v in macs.items()}),
+            "mixer.out_proj": seq_len * token["mixer.out_proj"]}
