@@ -1,0 +1,155 @@
+"""Qwen3-Next's Gated DeltaNet mixer (`linear_attention` layers) and its per-sequence state.
+
+Modules and parameters carry transformers' names (Qwen3NextGatedDeltaNet), so a checkpoint's
+`linear_attn.*` tensors load as they are:
+
+    in_proj_qkvz  d -> 2*key_dim + 2*value_dim, rows grouped by key head: for each key head,
+                  its q (key_head_dim), its k (key_head_dim), then v and z of the
+                  heads_per_key value heads it serves (heads_per_key*value_head_dim each)
+    in_proj_ba    d -> 2*n_value_heads, grouped the same way: per key head, b then a of its
+                  value heads
+    conv1d        depthwise causal conv over [q | k | v] (conv_dim channels, no bias), then silu
+    dt_bias, A_log  per value head: decay g = -exp(A_log) * softplus(a + dt_bias)
+    norm          RMSNorm over each value head's output, gated by silu(z) (one weight of
+                  value_head_dim shared by the heads)
+    out_proj      value_dim -> d
+
+The state per sequence is constant in the context length: the conv's last conv_kernel inputs
+(all its columns, as transformers' cache keeps them, in the activations' dtype) and one
+key_head_dim x value_head_dim matrix per value head in fp32 (transformers' torch path makes it
+fp32 whatever the model's dtype, and its cache keeps that).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archscope.nn.delta_rule import chunked, l2_normalize, recurrent_step
+from archscope.spec.gated_deltanet import GatedDeltaNetSpec
+
+RECURRENT_DTYPE = torch.float32
+
+
+class DeltaNetState:
+    """One layer's state for `batch` sequences, allocated once (a fixed address, like the
+    static KV cache): conv [B, conv_dim, conv_kernel], recurrent [B, H_v, d_k, d_v]."""
+
+    def __init__(self, gdn: GatedDeltaNetSpec, batch: int, device, dtype: torch.dtype):
+        self.conv = torch.zeros(batch, gdn.conv_dim, gdn.conv_kernel, device=device, dtype=dtype)
+        self.recurrent = torch.zeros(batch, gdn.n_value_heads, gdn.key_head_dim,
+                                     gdn.value_head_dim, device=device, dtype=RECURRENT_DTYPE)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.conv, self.recurrent))
+
+    def reset(self) -> None:
+        """A new sequence starts from zeros (what a fresh state holds)."""
+        self.conv.zero_()
+        self.recurrent.zero_()
+
+
+class GatedRMSNorm(nn.Module):
+    """weight * rmsnorm(x) * silu(gate): the norm in fp32, cast back before the weight, the
+    gate in fp32 (transformers' Qwen3NextRMSNormGated, whose rounding in bf16 this keeps)."""
+
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (self.weight * x.to(dtype) * F.silu(gate.float())).to(dtype)
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.shape[0]}, eps={self.eps}"
+
+
+class GatedDeltaNet(nn.Module):
+    """The mixer for one layer; `eps` is the model's RMSNorm eps (config.json's rms_norm_eps,
+    which transformers also gives the gated norm)."""
+
+    def __init__(self, d_model: int, gdn: GatedDeltaNetSpec, eps: float):
+        super().__init__()
+        self.gdn = gdn
+        self.in_proj_qkvz = nn.Linear(d_model, gdn.qkvz_width, bias=False)
+        self.in_proj_ba = nn.Linear(d_model, gdn.ba_width, bias=False)
+        # the module only holds the weight [conv_dim, 1, conv_kernel] under transformers' name;
+        # forward pads causally itself from the state, so the conv has no padding of its own
+        self.conv1d = nn.Conv1d(gdn.conv_dim, gdn.conv_dim, gdn.conv_kernel,
+                                groups=gdn.conv_dim, bias=False)
+        # per value head; real values come from the checkpoint or the builder's init
+        self.dt_bias = nn.Parameter(torch.ones(gdn.n_value_heads))
+        self.A_log = nn.Parameter(torch.zeros(gdn.n_value_heads))
+        self.norm = GatedRMSNorm(gdn.value_head_dim, eps)
+        self.out_proj = nn.Linear(gdn.value_dim, d_model, bias=False)
+
+    def new_cache(self, batch: int, max_len: int, device, dtype) -> DeltaNetState:
+        """The state for `batch` sequences; `max_len` does not change its size."""
+        return DeltaNetState(self.gdn, batch, device, dtype)
+
+    def project(self, x: torch.Tensor):
+        """q, k [B, T, key_dim], v [B, T, value_dim], z [B, T, H_v, d_v], b and a [B, T, H_v]:
+        the fused projections split per key head, then value heads laid end to end."""
+        s, (batch, tokens, _) = self.gdn, x.shape
+        dk, per_key = s.key_head_dim, s.heads_per_key * s.value_head_dim
+        qkvz = self.in_proj_qkvz(x).view(batch, tokens, s.n_key_heads, -1)
+        q, k, v, z = qkvz.split([dk, dk, per_key, per_key], dim=-1)
+        b, a = self.in_proj_ba(x).view(batch, tokens, s.n_key_heads, -1).split(
+            [s.heads_per_key, s.heads_per_key], dim=-1)
+        flat = [t.reshape(batch, tokens, -1) for t in (q, k, v, b, a)]
+        return (*flat[:3], z.reshape(batch, tokens, s.n_value_heads, -1), *flat[3:])
+
+    def convolve(self, qkv: torch.Tensor, state: DeltaNetState | None) -> torch.Tensor:
+        """Causal depthwise conv of [B, conv_dim, T] with silu: each output reads its input and
+        the conv_kernel - 1 before it (zeros before the first token, else the state's)."""
+        kernel = self.gdn.conv_kernel
+        if state is None:
+            padded = F.pad(qkv, (kernel - 1, 0))
+        else:
+            window = torch.cat((state.conv.to(qkv.dtype), qkv), dim=-1)
+            state.conv.copy_(window[..., -kernel:])
+            padded = window[..., 1:]  # the state's oldest column is one tap too far back
+        out = F.conv1d(padded, self.conv1d.weight, groups=qkv.shape[1])  # exactly T outputs
+        return F.silu(out)
+
+    def delta_rule(self, q, k, v, g, beta, state: DeltaNetState | None):
+        """[B, T, ...] inputs -> [B, T, H_v, d_v] outputs in fp32, updating the state."""
+        s = self.gdn
+        batch, tokens = q.shape[:2]
+        q, k = (l2_normalize(t.float().reshape(batch, tokens, s.n_key_heads, -1)) for t in (q, k))
+        q = q * s.key_head_dim ** -0.5
+        # value head h reads key head h // heads_per_key (the projections' grouping)
+        q, k = (t.repeat_interleave(s.heads_per_key, dim=2).transpose(1, 2) for t in (q, k))
+        v = v.float().reshape(batch, tokens, s.n_value_heads, -1).transpose(1, 2)
+        g, beta = (t.float().transpose(1, 2) for t in (g, beta))
+        if state is None:
+            recurrent = q.new_zeros(batch, s.n_value_heads, s.key_head_dim, s.value_head_dim)
+        else:
+            recurrent = state.recurrent
+        if tokens == 1:
+            out, recurrent = recurrent_step(q, k, v, g, beta, recurrent)
+        else:
+            out, recurrent = chunked(q, k, v, g, beta, recurrent, s.chunk_size)
+        if state is not None:
+            state.recurrent.copy_(recurrent)
+        return out.transpose(1, 2)
+
+    def forward(self, x: torch.Tensor, rope=None, start: int = 0,
+                cache: DeltaNetState | None = None) -> torch.Tensor:
+        """x [B, T, d] -> [B, T, d]. `rope` and `start` are unused (the state carries the
+        order); they keep the attention mixers' signature so the block calls any mixer alike."""
+        s = self.gdn
+        q, k, v, z, b, a = self.project(x)
+        qkv = self.convolve(torch.cat((q, k, v), dim=-1).transpose(1, 2), cache).transpose(1, 2)
+        q, k, v = qkv.split([s.key_dim, s.key_dim, s.value_dim], dim=-1)
+        beta = b.sigmoid()
+        # in fp32: in fp16 exp(A_log) could overflow to inf
+        g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias)
+        out = self.delta_rule(q, k, v, g, beta, cache).to(x.dtype)
+        out = self.norm(out, z)
+        return self.out_proj(out.reshape(*x.shape[:2], -1))
