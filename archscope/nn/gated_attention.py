@@ -8,7 +8,7 @@ Names and layouts as transformers' Qwen3NextAttention, so checkpoints load as th
     q_proj  d -> n_heads * 2*head_dim, rows per head: that head's query (head_dim rows), then
             its gate (head_dim rows)
     k_proj, v_proj  d -> n_kv_heads * head_dim;  o_proj  n_heads*head_dim -> d
-    q_norm, k_norm  OffsetRMSNorm(head_dim), on q and k before RoPE
+    q_norm, k_norm  RMSNorm(head_dim, unit_offset), on q and k before RoPE
 
 The cache is GQA's (2 * n_kv_heads * head_dim per token): the gate is computed from the
 current token only and never cached.
@@ -21,7 +21,7 @@ from torch import nn
 
 from archscope.nn.attention import attend
 from archscope.nn.cache import LayerCache
-from archscope.nn.offset_norm import OffsetRMSNorm
+from archscope.nn.norms import RMSNorm
 from archscope.nn.rope import apply_rope
 
 
@@ -38,8 +38,8 @@ class GatedAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
         self.v_proj = nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
         self.o_proj = nn.Linear(n_heads * head_dim, d_model, bias=bias)
-        self.q_norm = OffsetRMSNorm(head_dim, eps)
-        self.k_norm = OffsetRMSNorm(head_dim, eps)
+        self.q_norm = RMSNorm(head_dim, eps, unit_offset=True)
+        self.k_norm = RMSNorm(head_dim, eps, unit_offset=True)
         self.scale = head_dim ** -0.5
 
     def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
