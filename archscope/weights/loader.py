@@ -27,7 +27,8 @@ from archscope.weights.files import CheckpointFiles, find_checkpoint, read_tenso
 from archscope.weights.mapping import hf_to_ours, table_for
 from archscope.weights.placement import Placement, dispatch, plan
 from archscope.weights.spec_check import check_same_network, config_path, folder_spec, model_type
-from archscope.weights.validate import check_tensors, tied_aliases, without_mtp
+from archscope.weights.validate import (check_tensors, tied_aliases, without_mtp,
+                                        without_vision)
 
 
 def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
@@ -51,6 +52,7 @@ def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
     spec = spec or found
     table = table_for(model_type(folder))
     ckpt = without_mtp(find_checkpoint(folder, allow_pickle), spec.n_layers, spec.mtp_layers)
+    ckpt = without_vision(ckpt, model_type(folder))
     ckpt = experts.merged_view(ckpt, model_type(folder))
     model = build_model(spec, "meta", dtype)
     skip = check_tensors(table, model, ckpt)

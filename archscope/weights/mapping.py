@@ -182,7 +182,7 @@ GPT_OSS = LLAMA + _rules(
 # post_attention_layernorm around attention, pre_/post_feedforward_layernorm around the MLP).
 # The multimodal wrapper (Gemma3ForConditionalGeneration) holds the same text model under
 # model.language_model (transformers 5) or language_model.model (checkpoints saved by 4.x);
-# its vision tower has no counterpart here, so such tensors are refused as unexpected.
+# its vision tower has no counterpart here: the loader skips it (validate.without_vision).
 GEMMA3_TEXT = QWEN3 + _rules(*[(f"model.layers.{{i}}.{name}.weight", f"layers.{{i}}.{name}.weight")
                                for name in ("pre_feedforward_layernorm",
                                             "post_feedforward_layernorm")])

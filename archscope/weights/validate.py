@@ -110,3 +110,35 @@ def without_mtp(ckpt: CheckpointFiles, n_layers: int, mtp_layers: int) -> Checkp
     skipped = set(mtp)
     kept = {k: v for k, v in ckpt.tensors.items() if k not in skipped}
     return dataclasses.replace(ckpt, tensors=kept)
+
+
+class SkippedVisionWarning(UserWarning):
+    """A multimodal checkpoint's vision tensors were skipped: archscope builds the text model."""
+
+
+# Where transformers' multimodal wrappers keep what is not the language model: Gemma 3 (5.x:
+# Gemma3ForConditionalGeneration.model.vision_tower / .multi_modal_projector; 4.x checkpoints
+# without the `model.`) and Llama 4 (Llama4ForConditionalGeneration.vision_model /
+# .multi_modal_projector), per transformers 5.23's modeling_gemma3.py and modeling_llama4.py.
+VISION_PREFIXES = {
+    "gemma3": ("model.vision_tower.", "model.multi_modal_projector.", "vision_tower.",
+               "multi_modal_projector."),
+    "llama4": ("vision_model.", "multi_modal_projector."),
+}
+
+
+def without_vision(ckpt: CheckpointFiles, model_type: str) -> CheckpointFiles:
+    """`ckpt` less a multimodal wrapper's vision tower and projector (model types in
+    VISION_PREFIXES only), skipped with a SkippedVisionWarning: archscope models the text
+    stack. Any other tensor the table does not know stays unexpected."""
+    prefixes = VISION_PREFIXES.get(model_type, ())
+    vision = [name for name in ckpt.tensors if name.startswith(prefixes)]
+    if not vision:
+        return ckpt
+    warnings.warn(SkippedVisionWarning(
+        f"{ckpt.folder}: skipped {len(vision):,} tensors of the {model_type} vision tower and "
+        f"projector ({', '.join(p + '*' for p in prefixes)}); archscope builds the text model"),
+        stacklevel=3)
+    skipped = set(vision)
+    kept = {k: v for k, v in ckpt.tensors.items() if k not in skipped}
+    return dataclasses.replace(ckpt, tensors=kept)

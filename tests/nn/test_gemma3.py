@@ -152,3 +152,25 @@ def test_checkpoints_load_both_ways(setup, tmp_path):
     mine, _ = load_checkpoint(tmp_path / "ours")
     with torch.no_grad():
         assert max_diff(mine(ids), theirs(ids).logits) < TOL
+
+
+def test_a_multimodal_checkpoint_loads_its_language_model(setup, tmp_path):
+    """Gemma3ForConditionalGeneration.save_pretrained (a tiny SigLIP tower beside the same text
+    model): the vision tower and projector are skipped with a warning, the language model
+    loads and gives the text model's logits."""
+    from archscope.weights import load_checkpoint
+    from archscope.weights.validate import SkippedVisionWarning
+
+    spec, hf, _, ids, reference = setup
+    vision = dict(model_type="siglip_vision_model", hidden_size=16, intermediate_size=32,
+                  num_hidden_layers=1, num_attention_heads=2, image_size=28, patch_size=14)
+    config = transformers.Gemma3Config(text_config=hf.config.to_dict(), vision_config=vision,
+                                       mm_tokens_per_image=4)
+    wrapper = transformers.Gemma3ForConditionalGeneration(config).eval()
+    wrapper.model.language_model.load_state_dict(hf.model.state_dict())
+    wrapper.lm_head.weight = hf.lm_head.weight
+    wrapper.save_pretrained(tmp_path / "multimodal")
+    with pytest.warns(SkippedVisionWarning, match="vision tower"):
+        ours, _ = load_checkpoint(tmp_path / "multimodal")
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) < TOL
