@@ -15,7 +15,8 @@ def commas(n: int | float) -> str:
 def human(n: float) -> str:
     """1_235_814_400 -> '1.24B'; 576 -> '576'."""
     for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= div:
+        # from 999.5 of the unit below up: three digits would round it to '1000M'
+        if abs(n) >= div * 0.9995:
             return f"{n / div:.3g}{suffix}" if n / div < 100 else f"{n / div:.0f}{suffix}"
     return f"{n:g}"
 

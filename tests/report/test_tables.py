@@ -103,3 +103,10 @@ def test_estimates_json_matches_the_estimators(regenerated):
         assert record["params"]["total"] == count_params(spec).total
         for cache in record["kv_cache"]:
             assert cache["bytes"] == kv_cache_bytes(spec, cache["seq_len"], 1, "fp16")
+
+
+def test_human_moves_up_a_unit_where_three_digits_would_round_to_1000():
+    from archscope.units import human
+    # gemma-3-1b's 999,885,952 parameters: '1B', not '1000M'
+    assert [human(v) for v in (999_885_952, 999_400_000, 1_235_814_400, 576)] == \
+        ["1B", "999M", "1.24B", "576"]
