@@ -164,6 +164,11 @@ class ModelSpec:
                 raise SpecError(f"rotary_fraction rotates part of each head, but position.kind "
                                 f"is {self.position.kind!r}: leave it out",
                                 key="attention.rotary_fraction")
+            if layer.attention.rotary_fraction and layer.position.interleaved:
+                raise SpecError("rotary_fraction (half-split pairs within the rotated dims, "
+                                "GLM-4.5) with position.interleaved (adjacent pairs, Llama 4): "
+                                "no model does both and archscope builds neither combination",
+                                key="attention.rotary_fraction")
             if layer.position.kind != self.position.kind:
                 raise SpecError(f"layer {layer.index}'s position kind {layer.position.kind!r} "
                                 f"differs from the model's {self.position.kind!r}: a layer may "
