@@ -20,6 +20,7 @@ from typing import Callable, Iterator
 import torch
 
 from archscope.errors import CheckpointError
+from archscope.weights import mxfp4
 from archscope.weights.files import CheckpointFiles, TensorInfo, listing
 
 _GATE_UP = "model.layers.{i}.mlp.experts.gate_up_proj"
@@ -52,6 +53,7 @@ class Piece:
 class MergedCheckpoint(CheckpointFiles):
     pieces: dict = dataclasses.field(default_factory=dict)  # fused name -> [Piece]
     renamed: dict = dataclasses.field(default_factory=dict)  # source name -> current name
+    packed: dict = dataclasses.field(default_factory=dict)  # name -> (NAME_blocks, NAME_scales)
 
 
 def _regex(pattern: str) -> re.Pattern:
@@ -59,27 +61,18 @@ def _regex(pattern: str) -> re.Pattern:
                       .replace(r"\{j\}", r"(?P<j>\d+)") + "$")
 
 
-def refuse_mxfp4(ckpt: CheckpointFiles) -> None:
-    """MXFP4 weights (a `NAME_blocks` of packed 4-bit values with its `NAME_scales`, as the
-    published gpt-oss checkpoints hold their experts) are refused by name: read as they are,
-    they would be garbage, and archscope does not dequantise them yet."""
-    for name in ckpt.tensors:
-        if name.endswith("_blocks") and name[:-len("_blocks")] + "_scales" in ckpt.tensors:
-            raise CheckpointError(
-                f"{ckpt.folder}: tensor {name} (with {name[:-len('_blocks')]}_scales) holds "
-                "MXFP4-quantised weights; MXFP4 dequantisation is not implemented yet. Load "
-                "a checkpoint saved unquantised (bf16/fp32), e.g. by transformers after "
-                "loading with Mxfp4Config(dequantize=True)")
-
-
 def merged_view(ckpt: CheckpointFiles, model_type: str) -> CheckpointFiles:
-    """`ckpt` with per-expert tensors shown as fused ones (unchanged when it has none);
-    MXFP4-quantised tensors are refused (`refuse_mxfp4`)."""
-    refuse_mxfp4(ckpt)
+    """`ckpt` with per-expert tensors shown as fused ones and MXFP4 pairs (NAME_blocks and
+    NAME_scales, gpt-oss's experts) as the float tensor NAME they encode (unchanged when it has
+    neither)."""
+    packed = mxfp4.packed_pairs(ckpt.tensors)
     rules = [(_regex(src), dst, half, n) for src, dst, half, n in PER_EXPERT.get(model_type, [])]
     renames = [(_regex(src), dst) for src, dst in RENAMED.get(model_type, [])]
     tensors, pieces, renamed = {}, {}, {}
+    in_pairs = {source for pair in packed.values() for source in pair}
     for name, info in ckpt.tensors.items():
+        if name in in_pairs:
+            continue
         hit = next(((m, dst, half, n) for rx, dst, half, n in rules if (m := rx.match(name))), None)
         if hit is not None:
             m, dst, half, n = hit
@@ -91,11 +84,15 @@ def merged_view(ckpt: CheckpointFiles, model_type: str) -> CheckpointFiles:
         if rename is not None:
             renamed[name] = rename
         tensors[rename or name] = info
-    if not pieces and not renamed:
+    if not pieces and not renamed and not packed:
         return ckpt
+    for target, (blocks, _) in packed.items():
+        info = ckpt.tensors[blocks]
+        tensors[target] = TensorInfo(mxfp4.dequantised_shape(info.shape), "F32", info.file)
     for target, parts in pieces.items():
         tensors[target] = _fused_info(target, parts, ckpt.tensors)
-    return MergedCheckpoint(ckpt.folder, ckpt.format, ckpt.files, tensors, pieces, renamed)
+    return MergedCheckpoint(ckpt.folder, ckpt.format, ckpt.files, tensors, pieces, renamed,
+                            packed)
 
 
 def _fused_info(target: str, parts: list[Piece], infos: dict) -> TensorInfo:
@@ -123,13 +120,23 @@ def tensors(ckpt: CheckpointFiles, wanted: set[str], device: torch.device, reade
     """(file, name, tensor) for every wanted tensor, fused ones assembled as their pieces come."""
     pieces = getattr(ckpt, "pieces", {})
     renamed = getattr(ckpt, "renamed", {})
+    packed = {t: pair for t, pair in getattr(ckpt, "packed", {}).items() if t in wanted}
+    halves = {source: target for target, pair in packed.items() for source in pair}
     by_source = {p.source: (target, p) for target, ps in pieces.items() if target in wanted
                  for p in ps}
-    sources = (wanted - set(pieces) - set(renamed.values())) | set(by_source) | \
-        {src for src, dst in renamed.items() if dst in wanted}
+    sources = (wanted - set(pieces) - set(renamed.values()) - set(packed)) | set(by_source) | \
+        {src for src, dst in renamed.items() if dst in wanted} | set(halves)
+    read: dict[str, torch.Tensor] = {}  # MXFP4 halves waiting for their other half
     buffers: dict[str, list] = {}  # fused name -> [tensor, pieces still to come]
     for file in ckpt.files:
         for name, tensor in reader(ckpt, file, sources, device):
+            if name in halves:
+                read[name] = tensor
+                target = halves[name]
+                blocks, scales = packed[target]
+                if blocks in read and scales in read:
+                    yield file, target, mxfp4.dequantise(read.pop(blocks), read.pop(scales))
+                continue
             if name not in by_source:
                 yield file, renamed.get(name, name), tensor
                 continue

@@ -1,7 +1,7 @@
 """gpt-oss checkpoints: one saved by transformers' own GptOssForCausalLM.save_pretrained loads
 (gate/up interleaved and transposed experts, biased router, sinks) with transformers' logits;
 make-checkpoint writes one that transformers loads back; MXFP4-quantised expert tensors (the
-published checkpoints' `*_blocks` / `*_scales`) are refused by name."""
+published checkpoints' `*_blocks` / `*_scales`) load dequantised, as transformers decodes them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 
-from archscope.errors import CheckpointError
 from archscope.weights import load_checkpoint
 from archscope.weights.writer import write_checkpoint
 from weights_helpers import VOCAB, write_hf_checkpoint
@@ -61,25 +60,38 @@ def test_make_checkpoint_writes_what_transformers_loads(tmp_path):
         assert (model(_ids(spec)) - hf(_ids(spec)).logits).abs().max().item() < 1e-4
 
 
-def test_mxfp4_experts_are_refused_by_name(saved, tmp_path):
-    """The published layout: each expert weight as packed 4-bit `_blocks` plus `_scales`."""
-    folder, _, _ = saved
+def test_mxfp4_experts_load_dequantised_with_transformers_logits(tmp_path):
+    """The published layout: each expert weight as packed 4-bit `_blocks` plus E8M0 `_scales`.
+    Random codes are decoded by transformers' own convert_moe_packed_tensors into its model's
+    expert weights; the checkpoint holds only the packed pairs, and archscope's load of it
+    gives that model's logits."""
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    spec = tiny_spec(**{**OSS, "ffn": {**OSS["ffn"], "d_expert": 32}})  # whole 32-value blocks
+    hf = write_hf_checkpoint(tmp_path / "float", spec, shard=None)
+    tensors = load_file(tmp_path / "float" / "model.safetensors")
+    g = torch.Generator().manual_seed(3)
+    for name, param in hf.named_parameters():
+        if not name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+            continue
+        n, d_in, d_out = param.shape  # GptOssExperts' [E, in, out]
+        blocks = torch.randint(0, 256, (n, d_out, d_in // 32, 16), generator=g, dtype=torch.uint8)
+        scales = torch.randint(121, 125, (n, d_out, d_in // 32), generator=g, dtype=torch.uint8)
+        with torch.no_grad():
+            param.copy_(convert_moe_packed_tensors(blocks, scales, dtype=torch.float32))
+        del tensors[name]
+        tensors[f"{name}_blocks"], tensors[f"{name}_scales"] = blocks, scales
     out = tmp_path / "mxfp4"
     out.mkdir()
-    tensors = load_file(folder / "model.safetensors")
-    for i in range(2):
-        for proj in ("gate_up_proj", "down_proj"):
-            name = f"model.layers.{i}.mlp.experts.{proj}"
-            n = tensors.pop(name).shape[0]
-            tensors[f"{name}_blocks"] = torch.zeros(n, 32, 2, 16, dtype=torch.uint8)
-            tensors[f"{name}_scales"] = torch.zeros(n, 32, 2, dtype=torch.uint8)
     save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
-    config = json.loads((folder / "config.json").read_text())
+    config = json.loads((tmp_path / "float" / "config.json").read_text())
     config["quantization_config"] = {"quant_method": "mxfp4"}
     (out / "config.json").write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match=r"experts\.(gate_up|down)_proj_blocks.*MXFP4.*not "
-                                              r"implemented"):
-        load_checkpoint(out)
+    model, _ = load_checkpoint(out)
+    with torch.no_grad():
+        reference = hf(_ids(spec)).logits
+        assert reference.abs().max() > 1.0
+        assert (model(_ids(spec)) - reference).abs().max().item() < 1e-4
 
 
 def test_profile_compare_hf_twin_runs_eager_where_transformers_has_no_sdpa(saved):
