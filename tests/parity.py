@@ -55,9 +55,33 @@ def load_same_weights(spec: ModelSpec, hf, model_type: str):
     return ours
 
 
-def twins(spec: ModelSpec, seed: int = 0):
+def twins(spec: ModelSpec, seed: int = 0, prepare=None):
+    """transformers' model (random weights) and archscope's with the same state; `prepare(hf)`,
+    if given, changes transformers' model first (under no_grad), e.g. a buffer hf_model leaves
+    alone."""
     hf, model_type = hf_model(spec, seed)
+    if prepare is not None:
+        with torch.no_grad():
+            prepare(hf)
     return hf, load_same_weights(spec, hf, model_type)
+
+
+def random_correction_bias(hf, seed: int = 7) -> None:
+    """DeepSeek-V3's and GLM-4.5's selection-only e_score_correction_bias, random (hf_model
+    leaves the buffer at zero, where leaving it out of the choice would change nothing)."""
+    generator = torch.Generator().manual_seed(seed)
+    for name, b in hf.named_buffers():
+        if name.endswith("e_score_correction_bias"):
+            b.copy_(0.5 * torch.randn(b.shape, generator=generator))
+
+
+def logits_case(spec: ModelSpec, hf, ours, tokens: int):
+    """What a family's parity fixture returns, (spec, hf, ours, ids, reference): two random
+    prompts of `tokens` ids and transformers' logits for them."""
+    ids = torch.randint(0, spec.vocab_size, (2, tokens), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        reference = hf(ids).logits
+    return spec, hf, ours, ids, reference
 
 
 def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -182,7 +182,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "deepseek_v2": ("DeepseekV2ForCausalLM", write_deepseek_v2),
     "deepseek_v3": ("DeepseekV3ForCausalLM", write_deepseek_v3),
     "glm4_moe": ("Glm4MoeForCausalLM", write_glm4_moe),
-    "gpt_oss": ("GptOssForCausalLM", lambda s: write_gpt_oss(s, to_base(s))),
+    "gpt_oss": ("GptOssForCausalLM", write_gpt_oss),
     "gemma3_text": ("Gemma3ForCausalLM", write_gemma3_text),
     "llama4_text": ("Llama4ForCausalLM", to_llama4_text),
     "gpt2": ("GPT2LMHeadModel", _to_gpt2),

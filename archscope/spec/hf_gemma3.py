@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from archscope.errors import SpecError
 from archscope.spec.hf_keys import SPEC_TO_HF, Defaulted, Keys, what
-from archscope.spec.hf_readers_base import RENAMED, _act, _check_types, _rope, _select
+from archscope.spec.hf_readers_base import _act, _check_types, _rope, _select
+from archscope.spec.hf_writers_base import rope_parameters
 from archscope.spec.schema import ModelSpec
 
 # spec key -> the config.json key it is read from (hf_keys.hf_key)
@@ -158,15 +159,6 @@ def read_gemma3(c: Keys) -> dict:
     return out
 
 
-def _rope_entry(position) -> dict:
-    scaling = dict(vars(position.scaling)) if position.scaling else {"kind": "default"}
-    return {"rope_type": scaling.pop("kind"), "rope_theta": position.theta,
-            **{_RENAMED_BACK.get(k, k): v for k, v in scaling.items() if v is not None}}
-
-
-_RENAMED_BACK = {ours: hf for hf, ours in RENAMED.items()}
-
-
 def _attention_scalar(s: ModelSpec) -> int:
     """query_pre_attn_scalar: an integer (Gemma3TextConfig's type) whose **-0.5 is the spec's
     softmax scale, bit for bit."""
@@ -194,7 +186,7 @@ def write_gemma3_text(s: ModelSpec) -> dict:
         if len(positions) > 1:
             raise SpecError(f"transformers' Gemma 3 has one RoPE per layer type; the "
                             f"{t} layers have {len(positions)}", key="layers")
-        rope[t] = _rope_entry(positions[0] if positions else s.position)
+        rope[t] = rope_parameters(positions[0] if positions else s.position)
     windows = [layer.window for layer in s.plan if layer.window]
     a = s.attention
     return {"vocab_size": s.vocab_size, "hidden_size": s.d_model,

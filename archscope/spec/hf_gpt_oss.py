@@ -14,6 +14,8 @@ from __future__ import annotations
 from archscope.errors import SpecError
 from archscope.spec.hf_keys import SPEC_TO_HF, Keys, what
 from archscope.spec.hf_readers_base import _base, _check_types, _heads, _select
+from archscope.spec.hf_writers_base import to_base
+from archscope.spec.schema import ModelSpec
 
 ALPHA = 1.702  # quick_gelu's gain: the only swiglu_alpha the spec's activation spells
 
@@ -79,8 +81,8 @@ def read_gpt_oss(c: Keys) -> dict:
     return out
 
 
-def write_gpt_oss(s, base: dict) -> dict:
-    """`base`: hf_export's shape, norm and RoPE keys. What GptOss cannot build (a dense layer,
+def write_gpt_oss(s: ModelSpec) -> dict:
+    """GptOssConfig's keys for `s`. What GptOss cannot build (a dense layer,
     a window that differs between layers, no sinks or no clamp) is named here or by the
     read-back comparison in hf_export."""
     for layer in s.plan:
@@ -96,7 +98,7 @@ def write_gpt_oss(s, base: dict) -> dict:
         raise SpecError(f"transformers' GptOss has one sliding_window; the layers use "
                         f"{sorted(windows)}", key="layers")
     a, f = s.attention, s.ffn
-    return {**base, "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
+    return {**to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
             "head_dim": a.head_dim, "attention_bias": a.bias,
             "sliding_window": next(iter(windows), None),
             "layer_types": [layer.layer_type for layer in s.plan],

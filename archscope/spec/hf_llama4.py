@@ -24,13 +24,12 @@ import dataclasses
 from collections import Counter
 
 from archscope.errors import SpecError
-from archscope.spec.fields import to_mapping
 from archscope.spec.hf_keys import Keys, what
-from archscope.spec.hf_readers_base import RENAMED, _act, _base, _heads, _select
+from archscope.spec.hf_readers_base import _act, _base, _heads, _select
+from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
 
 _TYPES = ("full_attention", "chunked_attention")  # the two masks Llama4TextModel builds
-_HF_ACT = {"silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new"}
 
 
 def _uses_rope(c: Keys, n: int) -> list[int]:
@@ -162,21 +161,14 @@ def llama4_structure(s: ModelSpec) -> bool:
 def to_llama4_text(s: ModelSpec) -> dict:
     """Llama4TextConfig's keys for `s`: the first layer of each kind gives the shared values;
     what one config cannot hold, the read-back (hf_export) names."""
-    plan, p = s.plan, s.position
-    scaling = to_mapping(p.scaling) if p.scaling else {"kind": "default"}
-    rope = {"rope_type": scaling.pop("kind"), "rope_theta": p.theta,
-            **{_RENAMED_BACK.get(k, k): v for k, v in scaling.items()}}
-    a = s.attention
+    plan, a = s.plan, s.attention
     moe = next((layer.ffn for layer in plan if layer.is_moe), None)
     dense = next((layer.ffn for layer in plan if not layer.is_moe), None)
     chunk = next((layer.attention.chunk for layer in plan if layer.attention.chunk), None)
     tuned = next((layer.attention for layer in plan if layer.attention.temperature_floor), None)
-    out = {"vocab_size": s.vocab_size, "hidden_size": s.d_model, "num_hidden_layers": s.n_layers,
-           "max_position_embeddings": s.max_seq_len, "tie_word_embeddings": s.tie_embeddings,
-           "rms_norm_eps": s.norm.eps, "rope_parameters": rope,
-           "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
+    out = {**to_base(s), "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
            "head_dim": a.head_dim, "attention_bias": a.bias,
-           "hidden_act": _HF_ACT[(moe or dense).activation],
+           "hidden_act": HF_ACT[(moe or dense).activation],
            "no_rope_layers": [int(layer.attention.rope) for layer in plan],
            "layer_types": [layer.layer_type for layer in plan],
            "attention_chunk_size": chunk,
@@ -193,5 +185,3 @@ def to_llama4_text(s: ModelSpec) -> dict:
         out["intermediate_size_mlp"] = dense.d_ff
     return out
 
-
-_RENAMED_BACK = {ours: hf for hf, ours in RENAMED.items()}

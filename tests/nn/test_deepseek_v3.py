@@ -15,8 +15,8 @@ from archscope.nn import build_model
 from archscope.nn.moe import Router
 from archscope.spec import load_spec
 from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
-                    hf_eager_prefill_flops, hf_model, load_same_weights, max_diff,
-                    meta_param_counts, tiny_spec)
+                    hf_eager_prefill_flops, load_same_weights, logits_case, max_diff,
+                    meta_param_counts, random_correction_bias, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 20, 6  # 14 cached decode steps after the prefill
@@ -38,26 +38,12 @@ def _spec(normalize: bool = True):
         layers=[dict(select="0:1", ffn=dict(kind="swiglu", d_ff=96))])
 
 
-def _biased_twins(spec, seed=0):
-    """transformers' model with random weights AND a random correction bias (a buffer, which
-    parity.hf_model leaves at zero), and archscope's with the same state."""
-    hf, model_type = hf_model(spec, seed)
-    generator = torch.Generator().manual_seed(seed + 7)
-    with torch.no_grad():
-        for name, b in hf.named_buffers():
-            if name.endswith("e_score_correction_bias"):
-                b.copy_(0.5 * torch.randn(b.shape, generator=generator))
-    return hf, load_same_weights(spec, hf, model_type)
-
-
 @pytest.fixture(scope="module", params=[True, False], ids=["normalize", "plain"])
 def family(request):
     spec = _spec(request.param)
-    hf, ours = _biased_twins(spec)
-    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = hf(ids).logits
-    return spec, hf, ours, ids, reference
+    # a random correction bias, which hf_model leaves at zero (parity.random_correction_bias)
+    hf, ours = twins(spec, prepare=random_correction_bias)
+    return logits_case(spec, hf, ours, T)
 
 
 def test_transformers_builds_the_family_class(family):

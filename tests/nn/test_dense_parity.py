@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from archscope.spec.hf import spec_to_hf_config
-from parity import decode_stepwise, load_same_weights, max_diff, tiny_spec, twins
+from parity import decode_stepwise, load_same_weights, logits_case, max_diff, tiny_spec, twins
 
 TOL = 1e-4
 T = 12
@@ -41,10 +41,7 @@ ZERO_BIASES = {"llama-biases", "qwen2-qkv-bias"}
 def family(request):
     spec = tiny_spec(**FAMILIES[request.param])
     hf, ours = twins(spec)
-    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = hf(ids).logits
-    return request.param, spec, hf, ours, ids, reference
+    return (request.param, *logits_case(spec, hf, ours, T))
 
 
 def test_prefill_logits_match(family):

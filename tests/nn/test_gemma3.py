@@ -15,8 +15,8 @@ from archscope.nn import build_model
 from archscope.nn.model import NORM_SLOTS
 from archscope.spec import load_spec
 from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
-                    hf_eager_prefill_flops, load_same_weights, max_diff, meta_param_counts,
-                    tiny_spec, twins)
+                    hf_eager_prefill_flops, load_same_weights, logits_case, max_diff,
+                    meta_param_counts, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 24, 9  # a 9-token prompt (window 4), then 15 cached decode steps
@@ -43,10 +43,7 @@ def gemma(**changes):
 def setup():
     spec = gemma()
     hf, ours = twins(spec)
-    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = hf(ids).logits
-    return spec, hf, ours, ids, reference
+    return logits_case(spec, hf, ours, T)
 
 
 def test_transformers_builds_the_same_layer_types(setup):

@@ -21,8 +21,8 @@ from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import load_checkpoint
 from archscope.weights.validate import SkippedMTPWarning
 from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
-                    hf_eager_prefill_flops, hf_model, load_same_weights, max_diff,
-                    meta_param_counts, tiny_spec)
+                    hf_eager_prefill_flops, load_same_weights, logits_case, max_diff,
+                    meta_param_counts, random_correction_bias, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 20, 6  # 14 cached decode steps after the prefill
@@ -44,17 +44,8 @@ def _spec(rotary_fraction=0.5):
 @pytest.fixture(scope="module")
 def family():
     spec = _spec()
-    hf, model_type = hf_model(spec)
-    generator = torch.Generator().manual_seed(7)
-    with torch.no_grad():  # a random selection bias (hf_model leaves the buffer at zero)
-        for name, b in hf.named_buffers():
-            if name.endswith("e_score_correction_bias"):
-                b.copy_(0.5 * torch.randn(b.shape, generator=generator))
-    ours = load_same_weights(spec, hf, model_type)
-    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = hf(ids).logits
-    return spec, hf, ours, ids, reference
+    hf, ours = twins(spec, prepare=random_correction_bias)  # hf_model leaves the bias at zero
+    return logits_case(spec, hf, ours, T)
 
 
 def test_transformers_builds_the_family_class(family):

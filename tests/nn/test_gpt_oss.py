@@ -17,8 +17,8 @@ from archscope.nn import build_model
 from archscope.spec import load_spec
 from archscope.weights import ours_to_hf, table_for
 from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
-                    hf_eager_prefill_flops, hf_model, load_same_weights, max_diff,
-                    meta_param_counts, tiny_spec)
+                    hf_eager_prefill_flops, load_same_weights, logits_case, max_diff,
+                    meta_param_counts, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL, WINDOW = 22, 9, 4  # a 9-token prompt over a window of 4, then 13 cached steps
@@ -39,18 +39,17 @@ def _spec(**changes):
     return tiny_spec(**{**OSS, **changes})
 
 
+def _larger_sinks(hf) -> None:
+    """Sinks of a few units: a head's attention visibly leaks to them."""
+    for layer in hf.model.layers:
+        layer.self_attn.sinks.mul_(10)
+
+
 @pytest.fixture(scope="module")
 def setup():
     spec = _spec()
-    hf, model_type = hf_model(spec)
-    with torch.no_grad():  # sinks of a few units: a head's attention visibly leaks to them
-        for layer in hf.model.layers:
-            layer.self_attn.sinks.mul_(10)
-    ours = load_same_weights(spec, hf, model_type)
-    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = hf(ids).logits
-    return spec, hf, ours, ids, reference
+    hf, ours = twins(spec, prepare=_larger_sinks)
+    return logits_case(spec, hf, ours, T)
 
 
 def test_transformers_builds_gpt_oss_as_the_spec_says(setup):

@@ -17,7 +17,8 @@ from archscope.nn import build_model
 from archscope.spec import load_spec
 from archscope.weights import hf_to_ours, table_for
 from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
-                    hf_eager_prefill_flops, max_diff, meta_param_counts, tiny_spec, twins)
+                    hf_eager_prefill_flops, logits_case, max_diff, meta_param_counts, tiny_spec,
+                    twins)
 
 TOL = 1e-4
 T, PREFILL, CHUNK = 22, 9, 4
@@ -36,10 +37,7 @@ L4 = dict(n_layers=4, position=dict(kind="rope", theta=10000.0, interleaved=True
 def setup():
     spec = tiny_spec(**L4)
     hf, ours = twins(spec)
-    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = hf(ids).logits
-    return spec, hf, ours, ids, reference
+    return logits_case(spec, hf, ours, T)
 
 
 def same_weights(spec, hf):

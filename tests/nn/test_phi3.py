@@ -13,7 +13,7 @@ from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from parity import (decode_stepwise, held_cache_bytes, hf_eager_prefill_flops, load_same_weights,
-                    max_diff, meta_param_counts, tiny_spec, twins)
+                    logits_case, max_diff, meta_param_counts, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 20, 5  # 15 cached decode steps after the prefill
@@ -33,10 +33,7 @@ FAMILIES = {  # GQA (so the k and v slices of qkv_proj are narrower than q's)
 def family(request):
     spec = tiny_spec(**FAMILIES[request.param])
     hf, ours = twins(spec)
-    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = hf(ids).logits
-    return spec, hf, ours, ids, reference
+    return logits_case(spec, hf, ours, T)
 
 
 def test_transformers_builds_phi3_with_the_fused_tensors(family):

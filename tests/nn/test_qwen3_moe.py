@@ -16,7 +16,7 @@ from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import hf_to_ours, table_for
 from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes,
-                    hf_eager_prefill_flops, max_diff, tiny_spec, twins)
+                    hf_eager_prefill_flops, logits_case, max_diff, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 20, 5  # 15 cached decode steps after the prefill
@@ -36,10 +36,7 @@ def _spec(normalize: bool):
 def family(request):
     spec = _spec(request.param)
     hf, ours = twins(spec)
-    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = hf(ids).logits
-    return spec, hf, ours, ids, reference
+    return logits_case(spec, hf, ours, T)
 
 
 def test_transformers_builds_the_family_class_with_its_dense_layer(family):

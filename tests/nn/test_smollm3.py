@@ -12,8 +12,8 @@ from archscope.nn import build_model
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import hf_to_ours, table_for
-from parity import (decode_stepwise, held_cache_bytes, hf_eager_prefill_flops, max_diff,
-                    meta_param_counts, tiny_spec, twins)
+from parity import (decode_stepwise, held_cache_bytes, hf_eager_prefill_flops, logits_case,
+                    max_diff, meta_param_counts, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL = 20, 5  # 15 cached decode steps after the prefill
@@ -27,10 +27,7 @@ NOPE = dict(n_layers=4, tie_embeddings=True, norm=dict(kind="rmsnorm", eps=1e-6)
 def setup():
     spec = tiny_spec(**NOPE)
     hf, ours = twins(spec)
-    ids = torch.randint(0, spec.vocab_size, (2, T), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        reference = hf(ids).logits
-    return spec, hf, ours, ids, reference
+    return logits_case(spec, hf, ours, T)
 
 
 def test_transformers_builds_smollm3_with_our_nope_layers(setup):
