@@ -35,6 +35,12 @@ applies it (or its absorbed halves) once per token:
   into the output (the same multiply-adds per token), and attention runs on the 576-wide cached
   latent: per head q/k dim kv_lora_rank + qk_rope_head_dim, v dim kv_lora_rank.
 
+State mixers (Mamba-2, Gated DeltaNet; a hybrid's `mixer_proj` and `mixer_state`): their
+projections and depthwise conv per token like any part (the conv multiplies each weight once a
+token), plus a decode step's recurrence or a prefill's chunked scan from a fresh state, as
+their kind's entry counts them (kinds/mamba2.py, kinds/gated_deltanet.py, with the chunk size
+each states as its convention). Neither depends on the context: a state layer reads no keys.
+
 Left out: norms, softmax, activations, RoPE, residual adds, biases, embedding lookups, the
 multipliers of Granite, MoE dispatch; and for MoE, load imbalance (exactly top_k experts per
 token is assumed). All are small next to the matmuls or are not FLOPs at all.
@@ -47,13 +53,16 @@ from typing import Callable, Literal
 
 from archscope.errors import InputError
 from archscope.estimate.structure import head_parts, layer_parts
-from archscope.kinds import attention_kind
+from archscope.kinds import attention_kind, mixer_kind
 from archscope.spec import AttentionSpec, ModelSpec
 
 AttentionFlops = Literal["causal", "full"]
 MLAFlops = Literal["naive", "recompute", "absorbed"]
 MLA_CONVENTIONS = ("absorbed", "recompute", "naive")
 COMPONENTS = ("attention_proj", "attention_qk", "attention_av", "ffn", "router", "lm_head")
+# a hybrid's state mixers: their projections and conv, and the scan / recurrence (only in the
+# counts of models that have them)
+MIXER_COMPONENTS = ("mixer_proj", "mixer_state")
 TRAINING_MULTIPLIER = 3
 
 
@@ -93,8 +102,8 @@ def layer_causal_pairs(attn: AttentionSpec, n: int) -> int:
 def _component(part_name: str) -> str:
     if part_name == "ffn.router":
         return "router"
-    return {"attention": "attention_proj", "ffn": "ffn", "lm_head": "lm_head"}[
-        part_name.split(".")[0]]
+    return {"attention": "attention_proj", "mixer": "mixer_proj", "ffn": "ffn",
+            "lm_head": "lm_head"}[part_name.split(".")[0]]
 
 
 def _pair_dims(attn: AttentionSpec, mla: MLAFlops) -> tuple[int, int]:
@@ -105,16 +114,19 @@ def _pair_dims(attn: AttentionSpec, mla: MLAFlops) -> tuple[int, int]:
 def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int],
              keys: Callable[[AttentionSpec], int], mla: MLAFlops) -> dict[str, int]:
     """Multiply-adds of one sequence: `tokens` new tokens, `pairs(attn)` query-key pairs per
-    head, `keys(attn)` latents that MLA's kv_b_proj decompresses (or absorbs)."""
+    head, `keys(attn)` latents that MLA's kv_b_proj decompresses (or absorbs). A state
+    mixer's scan or recurrence is not here (see `_state_flops`)."""
     if mla not in MLA_CONVENTIONS:
         raise InputError(f"mla_flops must be one of {', '.join(MLA_CONVENTIONS)}, got {mla!r}")
-    macs = dict.fromkeys(COMPONENTS, 0)
+    macs = dict.fromkeys(COMPONENTS + (MIXER_COMPONENTS if spec.hybrid else ()), 0)
     for layer in spec.plan:
         attn = layer.attention
         for part in layer_parts(spec, layer):
             if part.macs:
                 uses = keys(attn) if part.per_key else tokens
                 macs[_component(part.name)] += part.macs * part.active * uses
+        if attn is None:
+            continue
         qk_dim, v_dim = _pair_dims(attn, mla)
         macs["attention_qk"] += pairs(attn) * attn.n_heads * qk_dim
         macs["attention_av"] += pairs(attn) * attn.n_heads * v_dim
@@ -124,10 +136,25 @@ def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int]
     return macs
 
 
+def _state_flops(spec: ModelSpec, prompt: int | None) -> int:
+    """FLOPs of the state mixers' scan (a prompt of `prompt` tokens from a fresh state) or of
+    one recurrence step (prompt None), one sequence; each kind's entry gives the terms."""
+    total = 0
+    for layer in spec.plan:
+        if layer.state is not None:
+            entry = mixer_kind(layer.state.kind)
+            terms = (entry.step_flops(layer.state) if prompt is None
+                     else entry.scan_flops(layer.state, prompt))
+            total += sum(terms.values())
+    return total
+
+
 def _count(kind: str, seq_len: int, batch: int, tokens: int, attention: AttentionFlops,
-           macs: dict[str, int], mla: MLAFlops) -> FlopCount:
-    return FlopCount(kind, seq_len, batch, batch * tokens, attention,
-                     {k: 2 * batch * v for k, v in macs.items()}, mla)
+           macs: dict[str, int], mla: MLAFlops, state_flops: int = 0) -> FlopCount:
+    flops = {k: 2 * batch * v for k, v in macs.items()}
+    if "mixer_state" in flops:
+        flops["mixer_state"] = batch * state_flops
+    return FlopCount(kind, seq_len, batch, batch * tokens, attention, flops, mla)
 
 
 def _check(name: str, value: int) -> None:
@@ -147,7 +174,7 @@ def decode_flops(spec: ModelSpec, context: int, batch: int = 1,
 
     expanded = read if mla == "recompute" else (lambda attn: 1)
     macs = _forward(spec, 1, read, expanded, mla)
-    return _count("decode", context, batch, 1, "causal", macs, mla)
+    return _count("decode", context, batch, 1, "causal", macs, mla, _state_flops(spec, None))
 
 
 def prefill_flops(spec: ModelSpec, seq_len: int, batch: int = 1,
@@ -162,7 +189,8 @@ def prefill_flops(spec: ModelSpec, seq_len: int, batch: int = 1,
         return layer_causal_pairs(attn, seq_len) if attention == "causal" else seq_len ** 2
 
     macs = _forward(spec, seq_len, pairs, lambda attn: seq_len, mla)
-    return _count("prefill", seq_len, batch, seq_len, attention, macs, mla)
+    return _count("prefill", seq_len, batch, seq_len, attention, macs, mla,
+                  _state_flops(spec, seq_len))
 
 
 def training_flops(spec: ModelSpec, seq_len: int, batch: int = 1,

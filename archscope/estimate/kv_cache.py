@@ -11,7 +11,9 @@ Beside it, two reference sizes for the same layers:
 - MHA-equivalent: every query head keeps its own key and value,
   n_heads * (qk_head_dim + value_head_dim), i.e. 2 * n_heads * head_dim for GQA (for MLA it
   equals the decompressed size).
-A sliding-window layer holds min(seq_len, window) tokens, any other layer seq_len tokens.
+A sliding-window layer holds min(seq_len, window) tokens, any other layer seq_len tokens; a
+layer without attention (a state mixer, an MLP-only layer) holds none (a state mixer's
+constant state is estimate/state.py's).
 Total bytes = batch * sum over layers (tokens held * elements per token) * dtype bytes.
 
 Left out: allocator padding, paged-cache block rounding, the quantisation scales of an int8/int4
@@ -77,16 +79,22 @@ class KVCache:
 
 def _cache_bytes(spec: ModelSpec, seq_len: int, batch: int, dtype: str, per_token) -> int:
     return nbytes(batch * sum(tokens_held(layer.attention, seq_len) * per_token(layer.attention)
-                              for layer in spec.plan), dtype)
+                              for layer in spec.plan if layer.attention is not None), dtype)
+
+
+def _per_layer(spec: ModelSpec, fn) -> tuple[int, ...]:
+    """fn(attention) for each layer; 0 for a layer without attention (a state mixer's state
+    is per sequence: estimate/state.py)."""
+    return tuple(fn(layer.attention) if layer.attention is not None else 0
+                 for layer in spec.plan)
 
 
 def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16") -> KVCache:
     """The cache after `seq_len` tokens for `batch` sequences, stored in `dtype`."""
     dtype = canonical_dtype(dtype)
-    attns = [layer.attention for layer in spec.plan]
-    held = tuple(tokens_held(a, seq_len) for a in attns)
-    elements = tuple(kv_elements_per_token(a) for a in attns)
-    mha = tuple(mha_elements_per_token(a) for a in attns)
+    held = _per_layer(spec, lambda a: tokens_held(a, seq_len))
+    elements = _per_layer(spec, kv_elements_per_token)
+    mha = _per_layer(spec, mha_elements_per_token)
     return KVCache(
         seq_len=seq_len, batch=batch, dtype=dtype,
         elements_per_token=elements, tokens_held=held,

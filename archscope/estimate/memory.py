@@ -2,12 +2,14 @@
 
 - weights: total parameters x bytes per parameter (int4: half a byte). Quantisation scales,
   zero points and any layers kept in higher precision are left out.
-- inference memory at context N for a batch = weights + KV cache (kv_cache.py) + activations.
+- inference memory at context N for a batch = weights + KV cache (kv_cache.py) + the state
+  mixers' constant state (state.py, in the compute dtype and fp32) + activations.
 - activations, the transient peak of one forward over the prompt (the whole prompt at once
   unless `prefill_chunk` is given), at the compute dtype:
       batch * (tokens * (2 * d_model + widest layer) + logit positions * vocab_size)
   where 2 * d_model is the residual stream and the current sublayer's normed input; the widest
-  layer is the widest of q + k + v + attention output (per-head K/V, MLA decompressed) and the
+  layer is the widest of q + k + v + attention output (per-head K/V, MLA decompressed), a
+  state mixer's input projections (its kind's `activation_width`) and the
   FFN hidden (its kind's `activation_width`: mlp d_ff, swiglu 2 d_ff, MoE 2 d_expert (top_k +
   shared) + router logits);
   the logits are those of the last position (what generation needs; transformers' generate
@@ -28,7 +30,8 @@ from archscope.errors import InputError
 from archscope.estimate.dtypes import WEIGHT_DTYPES, canonical_dtype, dtype_bits, nbytes
 from archscope.estimate.kv_cache import decompressed_elements_per_token, kv_cache_bytes
 from archscope.estimate.params import count_params
-from archscope.kinds import ffn_kind
+from archscope.estimate.state import state_bytes
+from archscope.kinds import ffn_kind, mixer_kind
 from archscope.spec import LayerPlan, ModelSpec
 
 
@@ -49,9 +52,16 @@ def compute_dtype(dtype: str) -> str:
 
 
 def _layer_width(layer: LayerPlan) -> int:
-    attn = layer.attention
-    q_and_out = attn.n_heads * (attn.qk_head_dim + attn.value_head_dim)
-    return max(q_and_out + decompressed_elements_per_token(attn), ffn_kind(layer.ffn.kind).activation_width(layer.ffn))
+    widths = [0]
+    if layer.attention is not None:
+        attn = layer.attention
+        q_and_out = attn.n_heads * (attn.qk_head_dim + attn.value_head_dim)
+        widths.append(q_and_out + decompressed_elements_per_token(attn))
+    if layer.state is not None:
+        widths.append(mixer_kind(layer.state.kind).activation_width(layer.state))
+    if layer.ffn is not None:
+        widths.append(ffn_kind(layer.ffn.kind).activation_width(layer.ffn))
+    return max(widths)
 
 
 def activation_bytes(spec: ModelSpec, tokens: int, batch: int = 1, dtype: str = "bf16",
@@ -71,10 +81,11 @@ class InferenceMemory:
     weights: int
     kv_cache: int
     activations: int
+    state: int = 0  # the state mixers' constant per-sequence state (estimate/state.py)
 
     @property
     def total(self) -> int:
-        return self.weights + self.kv_cache + self.activations
+        return self.weights + self.kv_cache + self.state + self.activations
 
 
 def inference_memory(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16",
@@ -93,7 +104,8 @@ def _memory(spec: ModelSpec, seq_len: int, batch: int, dtype: str, kv_dtype: str
     return InferenceMemory(seq_len, batch, dtype, kv_dtype, weights,
                            kv_cache=kv_cache_bytes(spec, seq_len, batch, kv_dtype),
                            activations=activation_bytes(spec, tokens, batch, compute_dtype(dtype),
-                                                        all_logits))
+                                                        all_logits),
+                           state=state_bytes(spec, batch, compute_dtype(dtype)))
 
 
 # Uncapped searches stop here (2^40 tokens): with every layer windowed and a chunked prefill,

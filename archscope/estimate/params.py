@@ -27,9 +27,11 @@ from archscope.estimate.structure import Part, model_parts, mtp_parts
 from archscope.spec import ModelSpec
 
 # Order of the breakdown groups, and the group each key belongs to (by prefix).
-GROUPS = ("embedding", "attention", "ffn", "norms", "head")
+# `mixer`: the state mixers of a hybrid (Mamba-2, Gated DeltaNet), 0 in every other model.
+GROUPS = ("embedding", "attention", "mixer", "ffn", "norms", "head")
 _GROUP_OF = {"embedding": "embedding", "positional": "embedding", "attention": "attention",
-             "ffn": "ffn", "norms": "norms", "final_norm": "norms", "lm_head": "head"}
+             "mixer": "mixer", "ffn": "ffn", "norms": "norms", "final_norm": "norms",
+             "lm_head": "head"}
 
 
 def group_of(key: str) -> str:
@@ -52,8 +54,10 @@ class ParamCount:
 
     @property
     def groups(self) -> dict[str, int]:
-        """The breakdown summed into embedding, attention, ffn, norms, head."""
-        out = dict.fromkeys(GROUPS, 0)
+        """The breakdown summed into embedding, attention, ffn, norms, head, and `mixer` when
+        the model has state mixers."""
+        present = {group_of(key) for key in self.breakdown}
+        out = {g: 0 for g in GROUPS if g != "mixer" or g in present}
         for key, value in self.breakdown.items():
             out[group_of(key)] += value
         return out

@@ -6,7 +6,8 @@ weight bytes and inference memory are put together for a model under stated conv
 read a record (`ModelRecord.row(n)` is the `compare --format json` element).
 
 Conventions (named in the record, `Conventions`):
-- weight_dtype prices the weights; cache_dtype prices the KV cache. By default the cache is kept
+- weight_dtype prices the weights; cache_dtype prices the KV cache (a state mixer's constant
+  state is in the compute dtype, its SSM / recurrent part fp32: estimate/state.py). By default the cache is kept
   in the compute dtype: the weight dtype when it is 16 bits or wider, else bf16 (int8, int4 and
   fp8 are weight-only formats unless a cache dtype is given). Activations are always priced in
   the compute dtype.
@@ -30,6 +31,8 @@ from archscope.estimate.kv_cache import (KVCache, decompressed_elements_per_toke
                                          kv_elements_per_token, mha_elements_per_token)
 from archscope.estimate.memory import InferenceMemory, compute_dtype, inference_memory
 from archscope.estimate.params import ParamCount, count_params
+from archscope.estimate.state import state_bytes
+from archscope.kinds import mixer_kind
 from archscope.spec import ModelSpec
 
 DEFAULT_CONTEXT = 4096
@@ -64,7 +67,9 @@ class AtContext:
     seq_len: int
     exceeds_context: bool  # seq_len > the model's max_seq_len: computed as a what-if
     cache: KVCache  # batch x seq_len tokens at the cache dtype
-    state_bytes: int  # per-sequence constant state (conv/SSM) of the whole batch; 0 without
+    # the state mixers' constant state (conv and SSM / recurrent) of the whole batch, at the
+    # compute dtype (SSM fp32); 0 without state mixers (estimate/state.py)
+    state_bytes: int
     decode: FlopCount  # one decode step of ONE sequence, under the record's mla convention
     decode_by_mla: dict[str, int]  # every MLA convention's decode total (empty without MLA)
     prefill: FlopCount  # the whole batch's prompts of seq_len, logits for every position
@@ -122,13 +127,18 @@ class ModelRecord:
 
 
 def _variants(spec: ModelSpec) -> str:
-    return "+".join(dict.fromkeys(layer.attention.variant for layer in spec.plan))
+    """The layers' mixers: 'GQA', 'GQA+MHA', or a hybrid's 'Mamba-2+GQA' (state mixers first)."""
+    states = (mixer_kind(layer.state.kind).display for layer in spec.plan if layer.state)
+    attns = (layer.attention.variant for layer in spec.plan if layer.attention)
+    return "+".join(dict.fromkeys([*states, *attns]))
 
 
 def cache_groups(spec: ModelSpec, cache_dtype: str) -> tuple[CacheGroup, ...]:
+    """The attention layers grouped by what they cache per token (state layers cache none)."""
     groups: dict = {}
     for layer in spec.plan:
-        groups.setdefault(layer.attention, []).append(layer.index)
+        if layer.attention is not None:
+            groups.setdefault(layer.attention, []).append(layer.index)
     return tuple(CacheGroup(tuple(idx), a.variant, a.window, kv_elements_per_token(a),
                             decompressed_elements_per_token(a), mha_elements_per_token(a),
                             nbytes(kv_elements_per_token(a), cache_dtype))
@@ -159,7 +169,8 @@ def _by_mla(spec: ModelSpec, n: int) -> dict[str, int]:
 def _at(spec: ModelSpec, n: int, v: Conventions) -> AtContext:
     return AtContext(
         seq_len=n, exceeds_context=n > spec.max_seq_len,
-        cache=kv_cache(spec, n, v.batch, v.cache_dtype), state_bytes=0,
+        cache=kv_cache(spec, n, v.batch, v.cache_dtype),
+        state_bytes=state_bytes(spec, v.batch, compute_dtype(v.weight_dtype)),
         decode=decode_flops(spec, n, 1, mla=v.mla_flops),
         decode_by_mla=_by_mla(spec, n),
         prefill=prefill_flops(spec, n, v.batch, attention=v.attention_flops, mla="naive"),

@@ -6,7 +6,8 @@ It mirrors transformers' classes (and so archscope's builder), with HF module na
 - per layer two norms of d (input_layernorm and post_attention_layernorm, or OLMo 2's
   output-norm post_attention_layernorm and post_feedforward_layernorm), four for Gemma's
   sandwich (both; norm.per_layer); a LayerNorm with bias has weight + bias;
-- per layer its attention and its FFN, whose parts (modules, parameters, multiply-adds) each
+- per layer its mixer (attention or a state mixer; none in an MLP-only layer) and its FFN
+  (none in a mixer-only layer), whose parts (modules, parameters, multiply-adds) each
   kind's entry in archscope/kinds states (gqa, mla; mlp, swiglu, moe, ...);
 - final norm of d (pre- and output-norm: a post-norm model ends on its last layer's norm);
 - lm_head d -> vocab, whose weight is the embedding's when tie_embeddings.
@@ -19,12 +20,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archscope.kinds import attention_kind, ffn_kind
+from archscope.kinds import attention_kind, ffn_kind, mixer_kind
 from archscope.kinds.base import Part, linear, norm, merged
 from archscope.spec import LayerPlan, ModelSpec
 
 __all__ = ["Part", "linear", "norm", "merged", "layer_parts", "embedding_parts", "head_parts",
-           "model_parts", "attention_parts", "ffn_parts", "mtp_parts"]
+           "model_parts", "attention_parts", "mixer_parts", "ffn_parts", "mtp_parts"]
 
 
 def attention_parts(attn, d: int) -> list[Part]:
@@ -37,11 +38,24 @@ def ffn_parts(ffn, d: int) -> list[Part]:
     return ffn_kind(ffn.kind).parts(ffn, d)
 
 
+def mixer_parts(layer: LayerPlan, d: int) -> list[Part]:
+    """A layer's mixer: its attention, its state mixer (named `mixer.*`), or nothing."""
+    if layer.attention is not None:
+        return attention_parts(layer.attention, d)
+    if layer.state is not None:
+        return mixer_kind(layer.state.kind).parts(layer.state, d)
+    return []
+
+
 def layer_parts(spec: ModelSpec, layer: LayerPlan) -> list[Part]:
-    """One decoder layer: its attention, its FFN, and its norms (two, or four for a sandwich)."""
+    """One decoder layer: its mixer, its FFN, and its norms (two, or four for a sandwich; half
+    of them in a layer with one sublayer, Nemotron-H's)."""
     d = spec.d_model
-    norms = merged("norms", [norm("", d, spec.norm.has_bias)] * spec.norm.per_layer)
-    return attention_parts(layer.attention, d) + ffn_parts(layer.ffn, d) + [norms]
+    sublayers = (layer.mixer is not None) + (layer.ffn is not None)
+    per_sublayer = spec.norm.per_layer // 2
+    norms = merged("norms", [norm("", d, spec.norm.has_bias)] * (per_sublayer * sublayers))
+    ffn = ffn_parts(layer.ffn, d) if layer.ffn is not None else []
+    return mixer_parts(layer, d) + ffn + [norms]
 
 
 def embedding_parts(spec: ModelSpec) -> list[Part]:

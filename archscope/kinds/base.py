@@ -102,3 +102,27 @@ class FFNKind:
 
     def factory(self) -> Callable:
         return load_factory(self.module)
+
+
+@dataclass(frozen=True)
+class StateMixerKind:
+    """A state mixer kind: a layer's mixer in place of attention that keeps a constant-size
+    state per sequence (a conv window, an SSM or recurrent matrix) instead of a per-token cache.
+    FLOPs beyond its parts' matmuls (the scan, the recurrence) come from step/scan_flops."""
+
+    name: str
+    module: str  # factory (spec, mixer spec) -> nn.Module, as 'package.module:attr'
+    parts: Callable  # (mixer, d_model) -> list[Part]
+    state_bytes: Callable  # (mixer, activation bytes) -> {state part: bytes per sequence}
+    step_flops: Callable  # (mixer) -> {term: FLOPs} of one decode step, besides the parts
+    scan_flops: Callable  # (mixer, tokens) -> {term: FLOPs} of a prefill, besides the parts
+    activation_width: Callable  # (mixer) -> widest activation per token (memory estimate)
+    display: str  # the kind's name for people: 'Mamba-2'
+    describe: Callable  # (mixer) -> one line for `show` and `list`
+    label: Callable  # (mixer) -> a comparison cell
+    title: Callable  # (mixer) -> the diagram's mixer subgraph title
+    short: Callable  # (mixer) -> the model overview's fragment
+    draw: Drawer  # (graph, spec, mixer) -> (entry node ids, exit node id)
+
+    def factory(self) -> Callable:
+        return load_factory(self.module)

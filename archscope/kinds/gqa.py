@@ -9,7 +9,9 @@ With attention.rope false the layer is NoPE (SmolLM3): q and k are not rotated (
 change); attention.rotary_fraction rotates only the first dims of each head (GLM-4.5; none
 change either). With attention.sinks (gpt-oss) each query head has one learned logit that
 joins the softmax's denominator and is then dropped: n_heads parameters (`sinks`), no matmul
-(it meets no key), no cache (it is not a token). Llama 4 adds a weightless L2 QK-norm after
+(it meets no key), no cache (it is not a token). With attention.output_gate (Qwen3-Next)
+q_proj is twice as wide: each head's query rows, then as many gate rows, and
+sigmoid(gate) * attention output goes into o_proj (the gate is never cached). Llama 4 adds a weightless L2 QK-norm after
 RoPE (qk_norm l2), chunked attention (attention.chunk) and a temperature on NoPE layers'
 queries: none has weights or matmuls. The cache holds one key and one value per KV head per
 token: 2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window`
@@ -40,13 +42,14 @@ def qk_norm_widths(attn) -> tuple[int, int]:
 
 def parts(attn, d: int):
     q_width = attn.n_heads * attn.head_dim
+    q_rows = 2 * q_width if attn.output_gate else q_width  # each head's query, then its gate
     kv_width = attn.n_kv_heads * attn.head_dim
     qk_norms = []
     if attn.qk_norm in ("head", "full"):  # Llama 4's l2 has no weight
         q_norm, k_norm = qk_norm_widths(attn)
         qk_norms = [norm("attention.q_norm", q_norm), norm("attention.k_norm", k_norm)]
-    qkv = ([linear("attention.qkv_proj", d, q_width + 2 * kv_width, attn.bias)] if attn.fused_qkv
-           else [linear("attention.q_proj", d, q_width, attn.bias),
+    qkv = ([linear("attention.qkv_proj", d, q_rows + 2 * kv_width, attn.bias)] if attn.fused_qkv
+           else [linear("attention.q_proj", d, q_rows, attn.bias),
                  linear("attention.k_proj", d, kv_width, attn.bias),
                  linear("attention.v_proj", d, kv_width, attn.bias)])
     sinks = [Part("attention.sinks", attn.n_heads)] if attn.sinks else []
@@ -61,6 +64,7 @@ def qk_text(attn, lead: str = ", ") -> str:
         text += f"{lead}RoPE on {attn.rotary_dim} of {attn.head_dim} dims"
     text += lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
     text += lead + "attention sinks" if attn.sinks else ""
+    text += lead + "sigmoid output gate" if attn.output_gate else ""
     return text + (lead + "fused qkv_proj" if attn.fused_qkv else "")
 
 
@@ -71,7 +75,8 @@ def cache_elements(attn) -> int:
 def mha_projections(attn, d: int) -> dict[str, int]:
     """The same layer's projections with n_kv_heads = n_heads (norms left out), q, k and v
     apart even when fused (the comparison is per projection; a fusion changes no count)."""
-    mha = dataclasses.replace(attn, n_kv_heads=attn.n_heads, fused_qkv=None, sinks=None)
+    mha = dataclasses.replace(attn, n_kv_heads=attn.n_heads, fused_qkv=None, sinks=None,
+                              output_gate=None)
     return {p.name.split(".", 1)[1]: p.params for p in parts(mha, d) if "norm" not in p.name}
 
 
@@ -103,7 +108,8 @@ def draw(g, spec, a):
         q = k = v = g.node("qkv", f"qkv_proj{bias_text(a.bias)}<br/>{d} → ({a.n_heads} + 2×"
                                   f"{a.n_kv_heads})×{hd}, split q, k, v")
     else:
-        q = g.node("q", f"q_proj{bias_text(a.bias)}<br/>{d} → {a.n_heads}×{hd}")
+        gate = f" + {a.n_heads}×{hd} gate" if a.output_gate else ""
+        q = g.node("q", f"q_proj{bias_text(a.bias)}<br/>{d} → {a.n_heads}×{hd}{gate}")
         k = g.node("k", f"k_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
         v = g.node("v", f"v_proj{bias_text(a.bias)}<br/>{d} → {a.n_kv_heads}×{hd}")
     window = (f"<br/>holds the last {commas(a.window)} tokens" if a.window else
@@ -116,7 +122,8 @@ def draw(g, spec, a):
     sink = "<br/>+ a learned sink logit per head in the softmax" if a.sinks else ""
     sdpa = g.node("sdpa", f"causal softmax(q·kᵀ {scale_text(spec, a.head_dim)})·v<br/>"
                           f"{share}{span}{sink}")
-    o = g.node("o_proj", f"o_proj{bias_text(a.has_out_bias)}<br/>{a.n_heads}×{hd} → {d}")
+    gated = "× sigmoid(gate), then " if a.output_gate else ""
+    o = g.node("o_proj", f"{gated}o_proj{bias_text(a.has_out_bias)}<br/>{a.n_heads}×{hd} → {d}")
     entry = list(dict.fromkeys([q, k, v]))
     q, k = _draw_qk_norm(g, a, q, k)
     if spec.position.kind == "rope" and a.rope:  # a NoPE layer: no rotation node

@@ -1,6 +1,7 @@
 """Mixture of experts: a router d -> n_experts (a bias with router.bias, gpt-oss), n_experts
 routed gated experts (SwiGLU; gpt-oss's clamped unit with ffn.limit, see swiglu) of
-d_expert, top_k per token, and the shared experts as ONE SwiGLU of n_shared_experts*d_expert.
+d_expert, top_k per token, and the shared experts as ONE SwiGLU of n_shared_experts*d_expert
+(or d_shared), optionally scaled by a sigmoid gate d -> 1 (Qwen3-Next's shared_expert_gate).
 
 DeepSeek-V3's e_score_correction_bias (n_experts numbers per MoE layer, selection only) is a
 buffer in transformers, not a parameter, so it is not counted here (it is in the checkpoint).
@@ -22,8 +23,10 @@ def parts(ffn, d: int):
     out = [linear("ffn.router", d, ffn.n_experts, ffn.routing.bias),
            merged("ffn.experts", expert, copies=ffn.n_experts, active=ffn.top_k)]
     if ffn.shared_experts:
-        shared = gated_parts("shared", d, ffn.shared_experts * ffn.d_expert, ffn.bias)
+        shared = gated_parts("shared", d, ffn.shared_width, ffn.bias)
         out.append(merged("ffn.shared_experts", shared))
+    if ffn.shared_gate:
+        out.append(linear("ffn.shared_expert_gate", d, 1))
     return out
 
 
@@ -63,7 +66,8 @@ def draw(g, spec, f):
     entries, out = [router, experts], combine
     if f.shared_experts:
         shared = g.node("shared", f"{f.n_shared_experts} shared experts, every token<br/>one SwiGLU "
-                                  f"{d} → {commas(f.shared_experts * f.d_expert)} → {d}")
+                                  f"{d} → {commas(f.shared_width)} → {d}"
+                                  + (", × sigmoid gate" if f.shared_gate else ""))
         total = g.circle("moe_sum", "+")
         g.edge(shared, total)
         g.edge(combine, total)
@@ -74,7 +78,7 @@ def draw(g, spec, f):
 register(FFNKind(
     name="moe", module="archscope.nn.moe:MoE", parts=parts,
     hidden=lambda f: f.d_expert,
-    activation_width=lambda f: 2 * f.d_expert * (f.top_k + f.shared_experts) + f.n_experts,
+    activation_width=lambda f: 2 * (f.d_expert * f.top_k + f.shared_width) + f.n_experts,
     display="MoE", describe=describe,
     label=lambda f: f"MoE: {f.n_experts} SwiGLU experts, top-{f.top_k}{_shared(f)}",
     title=lambda f: f"MoE: {f.n_experts} routed experts, top-{f.top_k}{_shared(f)}",

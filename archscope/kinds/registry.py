@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from archscope.errors import SpecError
-from archscope.kinds.base import AttentionKind, FFNKind
+from archscope.kinds.base import AttentionKind, FFNKind, StateMixerKind
 
 ATTENTION: dict[str, AttentionKind] = {}
 FFN: dict[str, FFNKind] = {}
+MIXER: dict[str, StateMixerKind] = {}
 
 
-def register(entry: AttentionKind | FFNKind) -> None:
-    table = ATTENTION if isinstance(entry, AttentionKind) else FFN
+def register(entry: AttentionKind | FFNKind | StateMixerKind) -> None:
+    table = {AttentionKind: ATTENTION, FFNKind: FFN, StateMixerKind: MIXER}[type(entry)]
     table[entry.name] = entry
 
 
@@ -30,3 +31,8 @@ def attention_kind(kind: str) -> AttentionKind:
 def ffn_kind(kind: str) -> FFNKind:
     """The entry of an FFN kind ('mlp', 'swiglu', 'moe', ...)."""
     return _lookup(FFN, kind, "ffn")
+
+
+def mixer_kind(kind: str) -> StateMixerKind:
+    """The entry of a state mixer kind ('mamba2', 'gated_deltanet')."""
+    return _lookup(MIXER, kind, "mixer")

@@ -86,11 +86,14 @@ class GQAAttention(nn.Module):
         # Phi-3's fused_qkv: one qkv_proj (rows q, k, v), under its HF name so a checkpoint
         # loads as it is; else Llama's three
         self.fused = bool(attn.fused_qkv)
-        self.widths = (h * hd, hkv * hd, hkv * hd)
+        # Qwen3-Next's output gate: q_proj's rows per head are its query, then its gate
+        self.gated = bool(attn.output_gate)
+        q_rows = 2 * h * hd if self.gated else h * hd
+        self.widths = (q_rows, hkv * hd, hkv * hd)
         if self.fused:
             self.qkv_proj = nn.Linear(d, sum(self.widths), bias=attn.bias)
         else:
-            self.q_proj = nn.Linear(d, h * hd, bias=attn.bias)
+            self.q_proj = nn.Linear(d, q_rows, bias=attn.bias)
             self.k_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
             self.v_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
         # QK-norm normalises groups of `*_norm_width` values: one head (Qwen3's q_norm/k_norm of
@@ -129,6 +132,9 @@ class GQAAttention(nn.Module):
     def forward(self, x, rope, start: int, cache: LayerCache | None):
         b, t, _ = x.shape
         q, k, v = self.project(x)
+        if self.gated:
+            q, gate = q.view(b, t, self.n_heads, 2, self.head_dim).unbind(3)
+            q = q.reshape(b, t, -1)
         q = self._heads(q, self.n_heads, self.q_norm, self.q_norm_width)
         k = self._heads(k, self.n_kv_heads, self.k_norm, self.k_norm_width)
         v = v.reshape(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
@@ -144,7 +150,10 @@ class GQAAttention(nn.Module):
             k, v = kv["k"], kv["v"]
         out = attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale,
                      gqa=self.n_kv_heads != self.n_heads, chunk=self.chunk, sinks=self.sinks)
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+        out = out.transpose(1, 2).reshape(b, t, -1)
+        if self.gated:
+            out = out * torch.sigmoid(gate.reshape(b, t, -1))
+        return self.o_proj(out)
 
     def _tuned(self, q, start):
         """q [B, H, T, D] times Llama 4's temperature at each query's position (computed in

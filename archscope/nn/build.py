@@ -29,7 +29,8 @@ def build_model(spec: ModelSpec, device: str | torch.device = "cpu",
 @torch.no_grad()
 def init_weights(model: nn.Module, seed: int | None = 0) -> None:
     """Normal(0, 0.02) matrices and embeddings, zero biases, unit norm scales (a (1 + weight)
-    RMSNorm's weight is 0: norm.unit_offset)."""
+    RMSNorm's weight is 0: norm.unit_offset); a module with `init_own_weights` (the state
+    mixers: per-head decays and step sizes) then sets its own."""
     generator = None
     if seed is not None:
         generator = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
@@ -43,6 +44,9 @@ def init_weights(model: nn.Module, seed: int | None = 0) -> None:
                 param.fill_(0.0 if getattr(module, "unit_offset", False) else 1.0)  # norm scales
             elif param.dim() >= 2 and not isinstance(module, (nn.Linear, nn.Embedding)):
                 param.normal_(0.0, 0.02, generator=generator)  # fused expert weights
+        own = getattr(module, "init_own_weights", None)  # a state mixer's decays and steps
+        if own is not None:
+            own()
 
 
 def count_parameters(model: nn.Module) -> int:

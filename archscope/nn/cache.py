@@ -75,22 +75,37 @@ class LayerCache:
     def nbytes(self) -> int:
         return sum(b.numel() * b.element_size() for b in self.buffers.values())
 
+    def reset(self) -> None:
+        """Forget every token; the stale values stay, unread (no slot has a position)."""
+        self.positions.fill_(-1)
+
 
 class KVCache:
-    """One LayerCache per decoder layer and the number of tokens seen so far."""
+    """Per decoder layer what it keeps (a LayerCache for attention, a constant-size state for
+    a state mixer, None for an MLP-only layer) and the number of tokens seen so far."""
 
-    def __init__(self, layers: list[LayerCache]):
+    def __init__(self, layers: list):
         self.layers = layers
         self.length = 0
 
     def nbytes(self) -> int:
-        """Bytes the cache tensors hold (positions bookkeeping excluded)."""
-        return sum(layer.nbytes() for layer in self.layers)
+        """Bytes the cache tensors and states hold (positions bookkeeping excluded)."""
+        return self.kv_nbytes() + self.state_nbytes()
+
+    def kv_nbytes(self) -> int:
+        """Bytes of the per-token caches (attention layers)."""
+        return sum(layer.nbytes() for layer in self.layers if isinstance(layer, LayerCache))
+
+    def state_nbytes(self) -> int:
+        """Bytes of the constant per-sequence states (state-mixer layers)."""
+        return sum(layer.nbytes() for layer in self.layers
+                   if layer is not None and not isinstance(layer, LayerCache))
 
     def reset(self) -> None:
         """Empty the cache for a new prompt, keeping its buffers (and so their addresses)."""
         for layer in self.layers:
-            layer.positions.fill_(-1)
+            if layer is not None:
+                layer.reset()
         self.length = 0
 
     def keep_length_on_device(self) -> None:
@@ -99,7 +114,9 @@ class KVCache:
         For single-token steps only (a captured or compiled decode step): each layer then writes
         its slot and attends over all slots with a mask, with no shape or value from the host.
         """
-        device = self.layers[0].positions.device
+        kept = next(layer.positions if isinstance(layer, LayerCache) else layer.conv
+                    for layer in self.layers if layer is not None)  # states hold a conv window
+        device = kept.device
         self.length = torch.tensor(int(self.length), dtype=torch.long, device=device)
 
 

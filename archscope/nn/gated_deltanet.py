@@ -88,6 +88,13 @@ class GatedDeltaNet(nn.Module):
         self.norm = GatedRMSNorm(gdn.value_head_dim, eps)
         self.out_proj = nn.Linear(gdn.value_dim, d_model, bias=False)
 
+    @torch.no_grad()
+    def init_own_weights(self) -> None:
+        """Deterministic decays and steps: A = 1 .. 16 spread over the heads (inside the
+        0.01 .. 16 range transformers' Qwen3-Next init draws from), dt_bias = 1."""
+        self.A_log.copy_(torch.log(torch.linspace(1, 16, self.gdn.n_value_heads)))
+        self.dt_bias.fill_(1.0)
+
     def new_cache(self, batch: int, max_len: int, device, dtype) -> DeltaNetState:
         """The state for `batch` sequences; `max_len` does not change its size."""
         return DeltaNetState(self.gdn, batch, device, dtype)
@@ -153,3 +160,9 @@ class GatedDeltaNet(nn.Module):
         out = self.delta_rule(q, k, v, g, beta, cache).to(x.dtype)
         out = self.norm(out, z)
         return self.out_proj(out.reshape(*x.shape[:2], -1))
+
+
+def gated_deltanet(spec, mixer: GatedDeltaNetSpec) -> GatedDeltaNet:
+    """The factory the kinds registry names: (model spec, mixer spec) -> module; the gated
+    norm takes the model's norm eps, as transformers' Qwen3-Next does."""
+    return GatedDeltaNet(spec.d_model, mixer, spec.norm.eps)

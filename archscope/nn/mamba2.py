@@ -9,7 +9,7 @@
 A prompt runs the chunked SSD scan (Mamba-2 paper, section 6: quadratic attention-like form
 inside chunks of `chunk_size` tokens, a state passed between chunks); one cached token runs the
 recurrence above. No fused kernels: this is the reference path, and its matmuls are the ones
-`archscope/kinds/mamba2_formulas.py` counts. Module and parameter names are transformers' own
+`archscope/kinds/mamba2.py` counts. Module and parameter names are transformers' own
 (in_proj, conv1d, dt_bias, A_log, D, norm.weight, out_proj), so checkpoints load by name.
 
 Numerics follow transformers' torch path: the scan in fp32, dt clamped to the spec's limits in
@@ -21,6 +21,8 @@ differs by a bf16 rounding (and sits a little closer to the fp32 result).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -94,7 +96,7 @@ def chunked_scan(x, dt, A, B, C, chunk: int, initial: torch.Tensor | None):
 
     The prompt is zero-padded to whole chunks: a padded step has dt = 0, so it neither decays
     nor feeds the state, and the final state is the state after the last real token.
-    Five matmuls, the terms kinds/mamba2_formulas.py counts (c chunks of Q):
+    Five matmuls, the terms kinds/mamba2.py counts (c chunks of Q):
     scores C_l.B_s inside each chunk, scores x values inside each chunk, each chunk's own end
     state, the states passed between chunks, and each chunk's start state read out by C.
     """
@@ -141,9 +143,19 @@ class Mamba2Mixer(nn.Module):
         self.norm = GatedRMSNorm(m.d_inner, m.norm_group_size, eps, m.norm_before_gate)
         self.out_proj = nn.Linear(m.d_inner, d_model, bias=m.proj_bias)
 
-    def new_state(self, batch: int, dtype: torch.dtype | None = None,
-                  device: torch.device | str | None = None) -> Mamba2State:
-        """A zero state; `dtype` is the activations' (default: the weights'), the SSM is fp32."""
+    @torch.no_grad()
+    def init_own_weights(self) -> None:
+        """Mamba-2's own init, deterministic: A = -(1 .. H) (S4D-real), dt_bias giving
+        softplus(dt_bias) = 0.01 (inside the paper's [0.001, 0.1]), D = 1."""
+        h = self.spec.n_heads
+        self.A_log.copy_(torch.log(torch.arange(1, h + 1, dtype=torch.float32)))
+        self.dt_bias.fill_(math.log(math.expm1(0.01)))  # the inverse of softplus at 0.01
+        self.D.fill_(1.0)
+
+    def new_cache(self, batch: int, max_len: int = 0, device=None,
+                  dtype: torch.dtype | None = None) -> Mamba2State:
+        """A zero state for `batch` sequences (`max_len` does not change its size); `dtype` is
+        the activations' (default: the weights'), the SSM state is fp32."""
         m, w = self.spec, self.in_proj.weight
         conv = torch.zeros(batch, m.conv_dim, m.conv_kernel, dtype=dtype or w.dtype,
                            device=device or w.device)
@@ -181,9 +193,13 @@ class Mamba2Mixer(nn.Module):
         y = torch.einsum("bhpn,bhn->bhp", state.ssm, C.float())
         return y + self.D.float()[:, None] * x.float()
 
-    def forward(self, hidden: torch.Tensor, state: Mamba2State | None = None) -> torch.Tensor:
-        """[b, T, d_model] -> [b, T, d_model]. With a state: continue from it and update it
-        (one token after a first call runs the recurrence; more run the scan from it)."""
+    def forward(self, hidden: torch.Tensor, rope=None, start: int = 0,
+                cache: Mamba2State | None = None) -> torch.Tensor:
+        """[b, T, d_model] -> [b, T, d_model]. With a state (`cache`): continue from it and
+        update it (one token after a first call runs the recurrence; more run the scan from
+        it). `rope` and `start` are unused (the state carries the order); they keep the
+        attention mixers' signature, so a block calls any mixer alike."""
+        state = cache
         m = self.spec
         b, T, _ = hidden.shape
         z, xbc, dt = self.in_proj(hidden).split([m.d_inner, m.conv_dim, m.n_heads], dim=-1)

@@ -12,7 +12,7 @@ from torch import nn
 
 from archscope.nn.cache import KVCache
 from archscope.nn.norms import make_norm
-from archscope.nn.registry import attention_module, ffn_module
+from archscope.nn.registry import ffn_module, mixer_module
 from archscope.nn.rope import RotaryEmbedding
 from archscope.spec.schema import LayerPlan, ModelSpec
 
@@ -33,7 +33,9 @@ NORM_SLOTS = {
 
 
 class Block(nn.Module):
-    """One decoder layer: attention and FFN sublayers, each with its norm and residual."""
+    """One decoder layer: a mixer sublayer (attention under `self_attn`, a state mixer under
+    `mixer`) and an FFN sublayer (`mlp`), each with its norms and residual. A layer may lack
+    one of the two (Nemotron-H's MLP-only and mixer-only layers): its norms go with it."""
 
     def __init__(self, spec: ModelSpec, layer: LayerPlan):
         super().__init__()
@@ -46,17 +48,31 @@ class Block(nn.Module):
                     setattr(self, slots[name], make_norm(spec.norm, spec.d_model))
                 self.slot[name] = getattr(self, slots[name]) if name in slots else nn.Identity()
 
-        norms("attn_in", "attn_out", "attn_sum")  # registration order = the old module order
-        self.self_attn = attention_module(spec, layer.attention)
-        norms("ffn_in", "ffn_out", "ffn_sum")
-        self.mlp = ffn_module(spec, layer.ffn)
+        self.mixer_name = ("self_attn" if layer.attention is not None else
+                           "mixer" if layer.state is not None else None)
+        if self.mixer_name:
+            norms("attn_in", "attn_out", "attn_sum")  # registration order = the old module order
+            setattr(self, self.mixer_name, mixer_module(spec, layer))
+        self.has_ffn = layer.ffn is not None
+        if self.has_ffn:
+            norms("ffn_in", "ffn_out", "ffn_sum")
+            self.mlp = ffn_module(spec, layer.ffn)
         self.residual_scale = spec.mults.residual
 
     def forward(self, x, rope, start: int, cache):
         r, n = self.residual_scale, self.slot
-        attn = self.self_attn(n["attn_in"](x), rope, start, cache)
-        x = n["attn_sum"](x + r * n["attn_out"](attn))
-        return n["ffn_sum"](x + r * n["ffn_out"](self.mlp(n["ffn_in"](x))))
+        if self.mixer_name:
+            mixed = getattr(self, self.mixer_name)(n["attn_in"](x), rope, start, cache)
+            x = n["attn_sum"](x + r * n["attn_out"](mixed))
+        if self.has_ffn:
+            x = n["ffn_sum"](x + r * n["ffn_out"](self.mlp(n["ffn_in"](x))))
+        return x
+
+    def new_cache(self, batch: int, max_len: int, device, dtype):
+        """What this layer keeps per sequence: a KV cache, a state, or None (no mixer)."""
+        if not self.mixer_name:
+            return None
+        return getattr(self, self.mixer_name).new_cache(batch, max_len, device, dtype)
 
 
 def _embedding(n: int, d: int) -> nn.Embedding:
@@ -121,7 +137,8 @@ class DecoderLM(nn.Module):
         return self.lm_head(self.norm(x)) / self.logits_scale
 
     def new_cache(self, batch: int, max_len: int, dtype: torch.dtype | None = None) -> KVCache:
-        """A static cache for `batch` sequences of up to `max_len` tokens, on the model's device."""
+        """A static cache for `batch` sequences of up to `max_len` tokens, on the model's device:
+        per layer a KV cache (attention), a constant-size state (state mixers) or None."""
         ref = self.embed_tokens.weight
-        return KVCache([layer.self_attn.new_cache(batch, max_len, ref.device, dtype or ref.dtype)
+        return KVCache([layer.new_cache(batch, max_len, ref.device, dtype or ref.dtype)
                         for layer in self.layers])

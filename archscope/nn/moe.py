@@ -228,14 +228,19 @@ class MoE(nn.Module):
         self.gate = Router(d, ffn.n_experts, ffn.top_k, ffn.routing)
         self.experts = RoutedExperts(ffn.n_experts, d, ffn.d_expert, ffn.activation, ffn.bias,
                                      ffn.limit, weigh_input=ffn.routing.weights == "input")
-        shared = ffn.shared_experts * ffn.d_expert  # one SwiGLU as wide as all of them
+        shared = ffn.shared_width  # one SwiGLU as wide as all of them
         self.shared_experts = (GatedMLP(d, shared, ffn.activation, ffn.bias, limit=ffn.limit)
                                if shared else None)
+        # Qwen3-Next: sigmoid(x . w) scales the shared experts' output, token by token
+        self.shared_expert_gate = nn.Linear(d, 1, bias=False) if ffn.shared_gate else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1])
         weights, index = self.gate(flat)
         out = self.experts(flat, weights, index).view_as(x)
         if self.shared_experts is not None:
-            out = out + self.shared_experts(x)
+            shared = self.shared_experts(x)
+            if self.shared_expert_gate is not None:
+                shared = torch.sigmoid(self.shared_expert_gate(x)) * shared
+            out = out + shared
         return out

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from torch import nn
 
-from archscope.kinds import attention_kind, ffn_kind
-from archscope.spec.schema import AttentionSpec, FFNSpec, ModelSpec
+from archscope.kinds import attention_kind, ffn_kind, mixer_kind
+from archscope.spec.schema import AttentionSpec, FFNSpec, LayerPlan, ModelSpec
 
 
 def attention_module(spec: ModelSpec, attn: AttentionSpec) -> nn.Module:
     return attention_kind(attn.kind).factory()(spec, attn)
+
+
+def mixer_module(spec: ModelSpec, layer: LayerPlan) -> nn.Module:
+    """The layer's mixer: its attention, or its state mixer (the layer must have one)."""
+    if layer.attention is not None:
+        return attention_module(spec, layer.attention)
+    return mixer_kind(layer.state.kind).factory()(spec, layer.state)
 
 
 def ffn_module(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:

@@ -57,6 +57,10 @@ class AttentionSpec:
     # + 1 (so 1 below temperature_floor - 1). Both or neither.
     temperature_floor: int | None = None
     temperature_scale: float | None = None
+    # gqa: a sigmoid gate per query channel on the attention output, before o_proj (Qwen3-Next's
+    # gated attention): q_proj is twice as wide, each head's query rows followed by its gate
+    # rows. No cache element; d x n_heads*head_dim more parameters. null or false: none.
+    output_gate: bool | None = None
     # MLA
     q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
     kv_lora_rank: int | None = None
@@ -71,6 +75,7 @@ class AttentionSpec:
         if self.rotary_fraction == 1 and not isinstance(self.rotary_fraction, bool):
             object.__setattr__(self, "rotary_fraction", None)  # the whole head: one spelling
         one_spelling(self, "sinks")
+        one_spelling(self, "output_gate")
 
     def validate(self) -> None:
         positive(self, "n_heads", "n_kv_heads", "head_dim", "window", "chunk",
@@ -95,7 +100,7 @@ class AttentionSpec:
             self._check_rotary_fraction()
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv", "rotary_fraction", "sinks",
-                          "chunk", "temperature_floor", "temperature_scale")
+                          "chunk", "temperature_floor", "temperature_scale", "output_gate")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
                                        "rope: false applies to gqa attention only")
             for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):

@@ -165,6 +165,12 @@ class FFNSpec:
     top_k: int | None = None
     d_expert: int | None = None  # each routed expert's hidden size
     n_shared_experts: int | None = None  # always-on experts of size d_expert each
+    # the shared experts' total hidden width when it is not n_shared_experts * d_expert
+    # (Granite 4.0-H's shared_intermediate_size); they run as one gated MLP of that width
+    d_shared: int | None = None
+    # a sigmoid gate, Linear(d, 1), scaling the shared experts' output per token (Qwen3-Next's
+    # shared_expert_gate). null or false: none.
+    shared_gate: bool | None = None
     router: RouterSpec | None = None
     # gated kinds (swiglu, geglu): gate_proj and up_proj as one Linear, `gate_up_proj` d ->
     # 2*d_ff, gate rows first (Phi-3/Phi-4). Same parameters and FLOPs; one tensor in the
@@ -175,13 +181,18 @@ class FFNSpec:
     # comes with the clamp in gpt-oss. null: act(gate) * up, unclamped.
     limit: float | None = None
 
-    MOE_KEYS = ("n_experts", "top_k", "d_expert", "n_shared_experts", "router")
+    MOE_KEYS = ("n_experts", "top_k", "d_expert", "n_shared_experts", "d_shared", "shared_gate",
+                "router")
 
     def __post_init__(self) -> None:
         if self.activation is None:  # frozen: fill the default in place, once
             default = KIND_ACTIVATION.get(self.kind, DEFAULT_ACTIVATION)
             object.__setattr__(self, "activation", default)
         one_spelling(self, "fused_gate_up")
+        one_spelling(self, "shared_gate")
+        if self.d_shared is not None and self.d_expert is not None \
+                and self.d_shared == (self.n_shared_experts or 0) * self.d_expert:
+            object.__setattr__(self, "d_shared", None)  # the default width: one spelling
 
     def validate(self) -> None:
         positive(self, "d_ff", "n_experts", "top_k", "d_expert", "limit")
@@ -199,6 +210,10 @@ class FFNSpec:
                             f"kind: {kind} (here kind is '{self.kind}')", key="activation")
         if self.n_shared_experts is not None:
             require(self.n_shared_experts >= 0, "n_shared_experts", "must be 0 or more")
+        positive(self, "d_shared")
+        for name in ("d_shared", "shared_gate"):
+            require(getattr(self, name) is None or self.shared_experts > 0, name,
+                    "describes the shared experts: set n_shared_experts too")
         if self.kind == "moe":
             for name in ("n_experts", "top_k", "d_expert"):
                 require(getattr(self, name) is not None, name, "required when kind is 'moe'")
@@ -227,6 +242,13 @@ class FFNSpec:
     @property
     def shared_experts(self) -> int:
         return self.n_shared_experts or 0
+
+    @property
+    def shared_width(self) -> int:
+        """The hidden width of the one gated MLP the shared experts run as (0: none)."""
+        if not self.shared_experts:
+            return 0
+        return self.d_shared or self.shared_experts * self.d_expert
 
     @property
     def routing(self) -> RouterSpec:

@@ -49,6 +49,9 @@ def convert(tp, value: Any, key: str):
         args = typing.get_args(tp)
         if value is None and type(None) in args:
             return None
+        by_kind = _arm_by_kind([a for a in args if a is not type(None)], value, key)
+        if by_kind is not None:
+            return from_mapping(by_kind, value, key)
         errors = []
         for arg in args:
             if arg is type(None):
@@ -111,6 +114,26 @@ def convert(tp, value: Any, key: str):
             raise SpecError(f"expected a string, got {quote(value)}", key=key)
         return value
     raise TypeError(f"unsupported spec field type {tp!r}")  # a bug in archscope, not bad input
+
+
+def _kinds(tp) -> tuple:
+    """The `kind` values a dataclass admits (its Literal), or () without a `kind` field."""
+    hint = typing.get_type_hints(tp).get("kind") if dataclasses.is_dataclass(tp) else None
+    return typing.get_args(hint) if typing.get_origin(hint) is Literal else ()
+
+
+def _arm_by_kind(arms: list, value: Any, key: str):
+    """A union of dataclasses told apart by `kind` (the state mixers): the arm whose kinds
+    include the value's, so errors speak of that arm's keys; None when the union is not one."""
+    if not arms or not all(_kinds(a) for a in arms) or not isinstance(value, dict):
+        return None
+    kinds = {k: arm for arm in arms for k in _kinds(arm)}
+    kind = value.get("kind")
+    if not isinstance(kind, str) or kind not in kinds:  # a list or a mapping is no kind
+        shown = "missing" if "kind" not in value else f"got {quote(kind)}"
+        raise SpecError(f"expected one of {', '.join(kinds)}, {shown}" + did_you_mean(kind, kinds),
+                        key=_join(key, "kind"))
+    return kinds[kind]
 
 
 def _fits(tp, value: Any) -> bool:

@@ -31,7 +31,17 @@ _NO_HF_CLASS = {"relu2": "a two-matrix squared-ReLU MLP (transformers' NemotronH
                          "describes)"}
 
 
+# a hybrid's class by its state mixer: Nemotron-H's layers are single blocks (a mixer or an
+# FFN, never both); Granite 4.0-H's and Qwen3-Next's have both
+_HYBRID = {"mamba2": ("granitemoehybrid", "nemotron_h"), "gated_deltanet": ("qwen3_next",) * 2}
+
+
 def _family(s: ModelSpec) -> str:
+    if s.mixer is not None or any(layer.attention is None or layer.ffn is None
+                                  for layer in s.plan):
+        single = any(layer.attention is None and layer.state is None or layer.ffn is None
+                     for layer in s.plan)
+        return _HYBRID[s.mixer.kind if s.mixer else "mamba2"][single]
     moe = [layer.ffn for layer in s.plan if layer.is_moe]
     mla = any(layer.attention.kind == "mla" for layer in s.plan)
     if s.position.kind == "learned" and s.norm.kind == "layernorm" and s.ffn.kind == "mlp":

@@ -63,6 +63,19 @@ INT_LIMITS: dict[str, int] = {
     "topk_group": 16_384,
     # Experts per token: public MoEs use at most 8 (DeepSeek-V3, Kimi K2; presets: Granite 8).
     "top_k": 1_024,
+    # The shared experts' width (Granite 4.0-H's shared_intermediate_size: 1,024 in h-tiny).
+    "d_shared": 1_048_576,
+    # State mixers (Mamba-2: Nemotron-H's 128 heads of 64 with d_state 128 and 8 groups;
+    # Gated DeltaNet: Qwen3-Next's 16 key / 32 value heads of 128; convs of 4 taps; scans in
+    # chunks of 64 to 256 tokens).
+    "d_state": 65_536,
+    "n_groups": 1_024,
+    "n_key_heads": 1_024,
+    "n_value_heads": 1_024,
+    "key_head_dim": 4_096,
+    "value_head_dim": 4_096,
+    "conv_kernel": 1_024,
+    "chunk_size": 1_048_576,
     # A layer index in `layers[K].select`: below n_layers (checked against the model later).
     "select": 1_024,
 }

@@ -4,9 +4,10 @@ Only facts are stored; anything derived (group size, MLA q/k head dim, expansion
 per-layer plan) is a property. Each class checks its own consistency in `validate`, raising
 SpecError with the key at fault; `fields.from_mapping` adds the dotted prefix and file name.
 
-This module holds the whole model (ModelSpec), its per-layer overrides and plan, and Granite's
-multipliers; the components (norm, position, router, FFN) are in `components`, attention in
-`attention`; all are re-exported here.
+This module holds the whole model (ModelSpec) and Granite's multipliers; the per-layer
+overrides and plan are in `layers`, the components (norm, position, router, FFN) in
+`components`, attention in `attention`, the state mixers in `mamba2` and `gated_deltanet`;
+all are re-exported here.
 """
 
 from __future__ import annotations
@@ -22,55 +23,18 @@ from archscope.spec.components import (Activation, FFNKind, FFNSpec, NormKind, N
                                        NormSpec, PositionKind, PositionSpec, RouterMethod,
                                        RouterScoring, RouterSpec, RouterWeights, ScalingKind,
                                        ScalingSpec)
+from archscope.spec.gated_deltanet import GatedDeltaNetSpec
+from archscope.spec.layers import LayerOverride, LayerPlan
 from archscope.spec.limits import LAYER_PICKS_MAX
 from archscope.spec.limits import WHERE as LIMITS
+from archscope.spec.mamba2 import Mamba2Spec
+from archscope.spec.mixers import ATTENTION, NONE, STATE_KINDS, StateMixerSpec
 
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "RouterSpec", "FFNSpec",
            "NormKind", "NormPosition", "QKNorm", "PositionKind", "ScalingKind", "AttentionKind",
-           "FFNKind", "Activation", "RouterMethod", "RouterScoring", "RouterWeights"]
-
-
-@dataclass(frozen=True)
-class LayerOverride:
-    """Per-layer changes. `select` picks layers: a list of indices or a slice like "1::2".
-
-    A component override with `kind` replaces the component; without `kind` it patches fields.
-    """
-
-    select: str | tuple[int, ...]
-    attention: dict | None = None
-    ffn: dict | None = None
-    # a patch of the model's `position` for these layers (Gemma 3: RoPE theta 10k on the
-    # sliding layers, 1M and linear scaling on the global ones); same kind as the model's
-    position: dict | None = None
-    note: str | None = None  # what the spec cannot express (e.g. an unpublished band width)
-
-    def validate(self) -> None:
-        require(any(v is not None for v in (self.attention, self.ffn, self.position, self.note)),
-                "select", "an override needs attention, ffn, position or note")
-
-    def indices(self, n_layers: int) -> list[int]:
-        if isinstance(self.select, tuple):
-            return self._checked(list(self.select), n_layers)
-        parts = self.select.split(":")
-        require(len(parts) <= 3, "select", "expected a slice like '0:1' or '1::2'")
-        try:
-            bounds = [int(p) if p.strip() else None for p in parts]
-        except ValueError:
-            raise SpecError(f"expected layer indices or a slice like '1::2', got "
-                            f"{quote(self.select)}", key="select") from None
-        if len(bounds) == 1:
-            return self._checked(bounds, n_layers)
-        require(len(bounds) < 3 or bounds[2] != 0, "select", "a slice step cannot be 0")
-        return self._checked(list(range(n_layers))[slice(*bounds)], n_layers)
-
-    def _checked(self, indices: list[int], n_layers: int) -> list[int]:
-        for i in indices:
-            require(0 <= i < n_layers, "select", f"layer {i} is outside 0..{n_layers - 1}")
-        shown = quote(list(self.select) if isinstance(self.select, tuple) else self.select)
-        require(bool(indices), "select", f"{shown} selects no layer (layers are 0..{n_layers - 1})")
-        return indices
+           "FFNKind", "Activation", "RouterMethod", "RouterScoring", "RouterWeights",
+           "Mamba2Spec", "GatedDeltaNetSpec", "StateMixerSpec"]
 
 
 @dataclass(frozen=True)
@@ -88,32 +52,6 @@ class Multipliers:
 
 
 @dataclass(frozen=True)
-class LayerPlan:
-    """What one decoder layer is: the builder and the estimators both read this."""
-
-    index: int
-    attention: AttentionSpec
-    ffn: FFNSpec
-    position: PositionSpec  # the model's, unless `layers` patches it (Gemma 3's RoPE per type)
-    note: str | None = None
-
-    @property
-    def window(self) -> int | None:
-        return self.attention.window
-
-    @property
-    def layer_type(self) -> str:
-        """transformers' `layer_types` name for this layer (config.json reads and writes it)."""
-        if self.attention.chunk:
-            return "chunked_attention"
-        return "sliding_attention" if self.attention.window else "full_attention"
-
-    @property
-    def is_moe(self) -> bool:
-        return self.ffn.kind == "moe"
-
-
-@dataclass(frozen=True)
 class ModelSpec:
     name: str
     source: str
@@ -125,6 +63,9 @@ class ModelSpec:
     position: PositionSpec
     attention: AttentionSpec
     ffn: FFNSpec
+    # the state mixer (Mamba-2, Gated DeltaNet) of a hybrid: every layer's mixer unless a
+    # `layers` override says `mixer: attention` (or `none`); null: every layer attends
+    mixer: StateMixerSpec | None = None
     tie_embeddings: bool = False
     layers: tuple[LayerOverride, ...] = ()
     multipliers: Multipliers | None = None
@@ -147,38 +88,46 @@ class ModelSpec:
             require(picks <= LAYER_PICKS_MAX, "layers", f"the overrides pick more than "
                     f"{LAYER_PICKS_MAX:,} layers in all, beyond the limit ({LIMITS})")
         for layer in self.plan:
-            w = layer.attention.window
-            if w is not None and w > self.max_seq_len:
-                key = "attention.window" if layer.attention.window == self.attention.window \
-                    else "layers"
-                raise SpecError(f"window ({w}) is larger than the context max_seq_len "
-                                f"({self.max_seq_len})", key=key)
-            if layer.attention.kind == "mla" and self.position.kind != "rope":
-                raise SpecError("MLA's decoupled key needs position.kind 'rope'", key="position.kind")
-            if layer.attention.rotary_fraction != self.attention.rotary_fraction:
-                raise SpecError(f"layer {layer.index} sets rotary_fraction "
-                                f"{layer.attention.rotary_fraction}, the model "
-                                f"{self.attention.rotary_fraction}: one RoPE table serves every "
-                                "layer, so it is set model-wide only", key="layers")
-            if layer.attention.rotary_fraction and self.position.kind != "rope":
-                raise SpecError(f"rotary_fraction rotates part of each head, but position.kind "
-                                f"is {self.position.kind!r}: leave it out",
-                                key="attention.rotary_fraction")
-            if layer.attention.rotary_fraction and layer.position.interleaved:
-                raise SpecError("rotary_fraction (half-split pairs within the rotated dims, "
-                                "GLM-4.5) with position.interleaved (adjacent pairs, Llama 4): "
-                                "no model does both and archscope builds neither combination",
-                                key="attention.rotary_fraction")
             if layer.position.kind != self.position.kind:
                 raise SpecError(f"layer {layer.index}'s position kind {layer.position.kind!r} "
                                 f"differs from the model's {self.position.kind!r}: a layer may "
                                 "change RoPE's theta and scaling only (a NoPE layer is "
                                 "attention.rope: false)", key="layers")
-            if not layer.attention.rope and self.position.kind != "rope":
-                key = "attention.rope" if not self.attention.rope else "layers"
-                raise SpecError(f"rope: false (layer {layer.index}) turns RoPE off on a layer, "
-                                f"but position.kind is {self.position.kind!r}: leave it out",
-                                key=key)
+            if layer.attention is not None:
+                self._check_attention_layer(layer)
+        if self.mixer is not None and not any(layer.state for layer in self.plan):
+            raise SpecError(f"the state mixer {self.mixer.kind!r} is no layer's mixer (every "
+                            "layer says mixer: attention or none): leave `mixer` out",
+                            key="mixer")
+
+    def _check_attention_layer(self, layer: LayerPlan) -> None:
+        w = layer.attention.window
+        if w is not None and w > self.max_seq_len:
+            key = "attention.window" if layer.attention.window == self.attention.window \
+                else "layers"
+            raise SpecError(f"window ({w}) is larger than the context max_seq_len "
+                            f"({self.max_seq_len})", key=key)
+        if layer.attention.kind == "mla" and self.position.kind != "rope":
+            raise SpecError("MLA's decoupled key needs position.kind 'rope'", key="position.kind")
+        if layer.attention.rotary_fraction != self.attention.rotary_fraction:
+            raise SpecError(f"layer {layer.index} sets rotary_fraction "
+                            f"{layer.attention.rotary_fraction}, the model "
+                            f"{self.attention.rotary_fraction}: one RoPE table serves every "
+                            "layer, so it is set model-wide only", key="layers")
+        if layer.attention.rotary_fraction and self.position.kind != "rope":
+            raise SpecError(f"rotary_fraction rotates part of each head, but position.kind "
+                            f"is {self.position.kind!r}: leave it out",
+                            key="attention.rotary_fraction")
+        if layer.attention.rotary_fraction and layer.position.interleaved:
+            raise SpecError("rotary_fraction (half-split pairs within the rotated dims, "
+                            "GLM-4.5) with position.interleaved (adjacent pairs, Llama 4): "
+                            "no model does both and archscope builds neither combination",
+                            key="attention.rotary_fraction")
+        if not layer.attention.rope and self.position.kind != "rope":
+            key = "attention.rope" if not self.attention.rope else "layers"
+            raise SpecError(f"rope: false (layer {layer.index}) turns RoPE off on a layer, "
+                            f"but position.kind is {self.position.kind!r}: leave it out",
+                            key=key)
 
     @cached_property
     def plan(self) -> tuple[LayerPlan, ...]:
@@ -189,21 +138,39 @@ class ModelSpec:
         ffn = [None] * self.n_layers
         pos = [None] * self.n_layers
         notes: list[str | None] = [None] * self.n_layers
+        default = self.mixer.kind if self.mixer is not None else ATTENTION
+        mixers = [default] * self.n_layers
+        no_ffn = [False] * self.n_layers
+        patched_attention: dict[int, str] = {}  # layer -> the override that patched it
         for k, override in enumerate(self.layers):
             key = f"layers[{k}]"
             try:
                 indices = override.indices(self.n_layers)
             except SpecError as err:
                 raise SpecError(err.detail, key=f"{key}.select") from None
+            if override.mixer is not None:
+                self._check_mixer_word(override.mixer, f"{key}.mixer")
             for i in indices:
+                if override.mixer is not None:
+                    mixers[i] = override.mixer
                 if override.attention is not None:
                     attn[i] = _patch(attn[i] or to_mapping(self.attention), override.attention)
-                if override.ffn is not None:
+                    patched_attention[i] = key
+                if override.ffn == NONE:
+                    no_ffn[i] = True
+                elif override.ffn is not None:
+                    no_ffn[i] = False
                     ffn[i] = _patch(ffn[i] or to_mapping(self.ffn), override.ffn)
                 if override.position is not None:
                     pos[i] = _patch(pos[i] or to_mapping(self.position), override.position)
                 if override.note is not None:
                     notes[i] = override.note
+        for i, key in patched_attention.items():
+            require(mixers[i] == ATTENTION, key + ".attention",
+                    f"patches the attention of layer {i}, whose mixer is {mixers[i]!r}")
+        for i in range(self.n_layers):
+            require(mixers[i] != NONE or not no_ffn[i], "layers",
+                    f"layer {i} has neither a mixer nor an FFN")
         cache: dict = {}
 
         def build(cls, patched, base, key):
@@ -217,12 +184,28 @@ class ModelSpec:
             return cache[ident]
 
         return tuple(
-            LayerPlan(i, build(AttentionSpec, attn[i], self.attention, "layers.attention"),
-                      build(FFNSpec, ffn[i], self.ffn, "layers.ffn"),
-                      build(PositionSpec, pos[i], self.position, "layers.position"), notes[i])
+            LayerPlan(i,
+                      build(AttentionSpec, attn[i], self.attention, "layers.attention")
+                      if mixers[i] == ATTENTION else None,
+                      None if no_ffn[i] else build(FFNSpec, ffn[i], self.ffn, "layers.ffn"),
+                      build(PositionSpec, pos[i], self.position, "layers.position"), notes[i],
+                      self.mixer if mixers[i] not in (ATTENTION, NONE) else None)
             for i in range(self.n_layers))
 
+    def _check_mixer_word(self, word: str, key: str) -> None:
+        allowed = [ATTENTION, NONE] + ([self.mixer.kind] if self.mixer is not None else [])
+        if word not in allowed:
+            hint = ("" if self.mixer is not None or word not in STATE_KINDS else
+                    f" (a {word} layer needs the model's `mixer:` spec)")
+            raise SpecError(f"expected one of {', '.join(allowed)}, got {quote(word)}{hint}",
+                            key=key)
+
     # Derived quantities: properties, never stored.
+    @property
+    def hybrid(self) -> bool:
+        """Some layer's mixer is a state mixer."""
+        return any(layer.state is not None for layer in self.plan)
+
     @property
     def moe(self) -> bool:
         return any(layer.is_moe for layer in self.plan)

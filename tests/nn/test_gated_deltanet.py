@@ -3,7 +3,7 @@
 One tiny config, the same weights loaded by name: the same outputs for a prompt of two chunks
 (the second partial) and for 16 cached decode steps after it, each side with its own state;
 the same state bytes; parameter count and FLOPs equal to the formulas of
-archscope.kinds.gated_deltanet_formulas. The config has two value heads per key head, so the
+archscope.kinds.gated_deltanet. The config has two value heads per key head, so the
 fused projections' per-key-head grouping is exercised.
 """
 
@@ -18,7 +18,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformers.cache_utils import DynamicCache
 from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
 
-from archscope.kinds import gated_deltanet_formulas as formulas
+from archscope.kinds import gated_deltanet as formulas
 from archscope.nn.gated_deltanet import GatedDeltaNet
 from archscope.spec.fields import from_mapping
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec

@@ -24,7 +24,7 @@ from transformers.models.granitemoehybrid.modeling_granitemoehybrid import (
 from transformers.models.nemotron_h.modeling_nemotron_h import NemotronHMamba2Mixer
 
 from archscope.errors import SpecError
-from archscope.kinds import mamba2_formulas as formulas
+from archscope.kinds import mamba2 as formulas
 from archscope.nn.mamba2 import GatedRMSNorm, Mamba2Mixer
 from archscope.spec.fields import from_mapping
 from archscope.spec.mamba2 import Mamba2Spec
@@ -90,9 +90,9 @@ def run_hf(hf, x, cache=None, steps: int = STEPS):
 
 @torch.no_grad()
 def run_ours(ours, x, state=None, steps: int = STEPS):
-    state = state if state is not None else ours.new_state(BATCH)
-    outs = [ours(x[:, :PROMPT], state)]
-    outs += [ours(x[:, t:t + 1], state) for t in range(PROMPT, PROMPT + steps)]
+    state = state if state is not None else ours.new_cache(BATCH)
+    outs = [ours(x[:, :PROMPT], cache=state)]
+    outs += [ours(x[:, t:t + 1], cache=state) for t in range(PROMPT, PROMPT + steps)]
     return torch.cat(outs, 1), state
 
 
@@ -127,10 +127,10 @@ def test_prompt_in_two_calls():
     the conv's cached columns) then decode steps: the same as transformers, call for call."""
     hf, ours = twins("granite")
     x = inputs()
-    cache, state = DynamicCache(config=hf.cache_config), ours.new_state(BATCH)
+    cache, state = DynamicCache(config=hf.cache_config), ours.new_cache(BATCH)
     with torch.no_grad():
         for lo, hi in ((0, 7), (7, PROMPT), (PROMPT, PROMPT + 1), (PROMPT + 1, PROMPT + 2)):
-            diff = hf(x[:, lo:hi], cache_params=cache) - ours(x[:, lo:hi], state)
+            diff = hf(x[:, lo:hi], cache_params=cache) - ours(x[:, lo:hi], cache=state)
             assert diff.abs().max() < TOL, (lo, hi)
 
 
@@ -187,13 +187,13 @@ def test_flops(family):
     m = spec_of(family)
     x = inputs()
     width, k = m.conv_dim, m.conv_kernel
-    cache, state = DynamicCache(config=hf.cache_config), ours.new_state(BATCH)
+    cache, state = DynamicCache(config=hf.cache_config), ours.new_cache(BATCH)
     prefill = BATCH * sum(formulas.prefill_flops(m, D, PROMPT).values())
-    assert flops(lambda: ours(x[:, :PROMPT], state)) == prefill
+    assert flops(lambda: ours(x[:, :PROMPT], cache=state)) == prefill
     assert flops(lambda: hf(x[:, :PROMPT], cache_params=cache)) == (
         prefill + BATCH * 2 * width * k * (k - 1))
     decode = BATCH * sum(formulas.decode_flops(m, D).values())
-    assert flops(lambda: ours(x[:, PROMPT:PROMPT + 1], state)) == decode
+    assert flops(lambda: ours(x[:, PROMPT:PROMPT + 1], cache=state)) == decode
     assert flops(lambda: hf(x[:, PROMPT:PROMPT + 1], cache_params=cache)) == (
         decode + BATCH * 2 * width * k)
 

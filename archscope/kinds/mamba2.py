@@ -16,7 +16,9 @@ the decays, the D skip (I per token), the gate and the norm, and in decode the s
 
 from __future__ import annotations
 
-from archscope.kinds.base import Part, linear, norm
+from archscope.kinds.base import Part, StateMixerKind, linear, norm
+from archscope.kinds.registry import register
+from archscope.units import bias_text, commas
 
 # transformers' torch path keeps the SSM state in fp32 whatever the model's dtype (its scan
 # runs in fp32 and returns its final state so; decode writes back in the state's dtype)
@@ -68,6 +70,12 @@ def _flops(macs: dict[str, int]) -> dict[str, int]:
     return {name: 2 * n for name, n in macs.items()}
 
 
+def step_flops(m) -> dict[str, int]:
+    """One decode step's matmul beyond the parts': the readout y = h C per head (h: P x N),
+    2*H*P*N."""
+    return {"mixer.ssm.readout": 2 * m.n_heads * m.head_dim * m.d_state}
+
+
 def decode_flops(m, d: int) -> dict[str, int]:
     """FLOPs of one token through the recurrence, by part; independent of the context length.
 
@@ -77,14 +85,13 @@ def decode_flops(m, d: int) -> dict[str, int]:
     out_proj  2*I*d
     """
     per_token = {p.name: p.macs for p in parts(m, d) if p.macs}
-    return _flops({"mixer.in_proj": per_token["mixer.in_proj"],
-                   "mixer.conv1d": per_token["mixer.conv1d"],
-                   "mixer.ssm.readout": m.n_heads * m.head_dim * m.d_state,
-                   "mixer.out_proj": per_token["mixer.out_proj"]})
+    return {"mixer.in_proj": 2 * per_token["mixer.in_proj"],
+            "mixer.conv1d": 2 * per_token["mixer.conv1d"], **step_flops(m),
+            "mixer.out_proj": 2 * per_token["mixer.out_proj"]}
 
 
-def prefill_flops(m, d: int, seq_len: int) -> dict[str, int]:
-    """FLOPs of one sequence of seq_len = T tokens through the chunked scan, by part.
+def scan_flops(m, seq_len: int) -> dict[str, int]:
+    """The chunked scan's matmuls over seq_len = T tokens (the parts' matmuls apart).
 
     Convention: chunks of Q = chunk_size tokens, the prompt zero-padded to c = ceil(T/Q) whole
     chunks; each chunk's Q x Q blocks are counted whole (the scan computes them whole and
@@ -92,7 +99,6 @@ def prefill_flops(m, d: int, seq_len: int) -> dict[str, int]:
     (c+1) x (c+1) decay matrix per head (the initial state is chunk -1), as the SSD listing
     writes it. Per head, with B and C repeated from groups to heads:
 
-    in_proj, conv1d, out_proj   T times their decode_flops
     ssd.scores        2*c*Q*Q*H*N      C_l . B_s inside each chunk
     ssd.intra         2*c*Q*Q*H*P      masked scores times dt*x inside each chunk
     ssd.chunk_states  2*c*Q*H*P*N      each chunk's own contribution to its end state
@@ -106,7 +112,6 @@ def prefill_flops(m, d: int, seq_len: int) -> dict[str, int]:
         return {}
     q, hpn = m.chunk_size, m.n_heads * m.head_dim * m.d_state
     c = -(-seq_len // q)
-    token = decode_flops(m, d)
     macs = {
         "ssd.scores": c * q * q * m.n_heads * m.d_state,
         "ssd.intra": c * q * q * m.n_heads * m.head_dim,
@@ -114,7 +119,57 @@ def prefill_flops(m, d: int, seq_len: int) -> dict[str, int]:
         "ssd.state_passing": (c + 1) ** 2 * hpn,
         "ssd.readout": c * q * hpn,
     }
+    return _flops({f"mixer.{k}": v for k, v in macs.items()})
+
+
+def prefill_flops(m, d: int, seq_len: int) -> dict[str, int]:
+    """FLOPs of one sequence of seq_len tokens, by part: in_proj, conv1d and out_proj seq_len
+    times their decode_flops, and the scan's terms (scan_flops, with its convention)."""
+    if seq_len <= 0:
+        return {}
+    token = decode_flops(m, d)
     return {"mixer.in_proj": seq_len * token["mixer.in_proj"],
             "mixer.conv1d": seq_len * token["mixer.conv1d"],
-            **_flops({f"mixer.{k}": v for k, v in macs.items()}),
+            **scan_flops(m, seq_len),
             "mixer.out_proj": seq_len * token["mixer.out_proj"]}
+
+
+def describe(m) -> str:
+    return (f"Mamba-2 (SSD): {m.n_heads} heads x {m.head_dim}, state {m.d_state}, "
+            f"{m.n_groups} B/C group{'s' if m.n_groups > 1 else ''}, conv {m.conv_kernel}; "
+            f"inner width {m.d_inner}")
+
+
+def draw(g, spec, m):
+    d, inner = commas(spec.d_model), commas(m.d_inner)
+    proj = g.node("in_proj", f"in_proj{bias_text(m.proj_bias)}<br/>{d} → z {inner} | x {inner} "
+                             f"| B, C {m.n_groups}×{m.d_state} | dt {m.n_heads}")
+    conv = g.node("conv", f"causal depthwise conv1d, {m.conv_kernel} taps, SiLU<br/>over x, B, C")
+    state = g.store("state", f"state per sequence<br/>conv {commas(m.conv_dim)}×{m.conv_kernel}"
+                             f" + SSM {m.n_heads}×{m.head_dim}×{m.d_state} (fp32)")
+    scan = g.node("scan", f"selective scan: h = exp(dt·A)·h + dt·x·Bᵀ, y = h·C + D·x<br/>"
+                          f"{m.n_heads} heads, chunks of {m.chunk_size} in a prompt")
+    norm_ = g.node("gated_norm", f"RMSNorm(y · SiLU(z)), {m.n_groups} group"
+                                 f"{'s' if m.n_groups > 1 else ''}")
+    out = g.node("out_proj", f"out_proj{bias_text(m.proj_bias)}<br/>{inner} → {d}")
+    g.edge(proj, conv, "x, B, C")
+    g.edge(conv, scan)
+    g.edge(proj, scan, "dt")
+    g.edge(state, scan, "h")
+    g.edge(scan, norm_)
+    g.edge(proj, norm_, "z")
+    g.edge(norm_, out)
+    return [proj], out
+
+
+register(StateMixerKind(
+    name="mamba2", module="archscope.nn.mamba2:mamba2", parts=parts,
+    state_bytes=lambda m, act_bytes: {"conv": state_elements(m)["conv"] * act_bytes,
+                                      "ssm": state_elements(m)["ssm"] * SSM_STATE_BYTES},
+    step_flops=step_flops, scan_flops=scan_flops,
+    activation_width=lambda m: m.in_proj_width,
+    display="Mamba-2", describe=describe,
+    label=lambda m: f"Mamba-2 {m.n_heads}×{m.head_dim}, state {m.d_state}",
+    title=lambda m: f"Mamba-2 mixer: {m.n_heads} heads × {m.head_dim}, state {m.d_state}",
+    short=lambda m: f"Mamba-2 {m.n_heads}×{m.head_dim}",
+    draw=draw))

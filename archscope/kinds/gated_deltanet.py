@@ -13,12 +13,14 @@ times batch for a batch.
 
 from __future__ import annotations
 
-from archscope.kinds.base import Part, linear, norm
+from archscope.kinds.base import Part, StateMixerKind, linear, norm
+from archscope.kinds.registry import register
+from archscope.units import commas
 
 RECURRENT_BYTES = 4  # transformers' torch path and cache keep the DeltaNet state in fp32
 
 
-def parts(g, d: int, prefix: str = "linear_attn") -> list[Part]:
+def parts(g, d: int, prefix: str = "mixer") -> list[Part]:
     """The layer's parameters and per-token multiply-adds, by transformers' module names:
 
         in_proj_qkvz  d * (2*key_dim + 2*value_dim)        q, k, v and the gate z
@@ -83,11 +85,16 @@ def decode_flops(g, d: int) -> dict[str, int]:
         out_proj      2 * value_dim * d
     The decay exp(g) S (H_v*d_k*d_v multiplies, no adds) is elementwise: left out.
     """
-    per_state = 2 * g.n_value_heads * g.key_head_dim * g.value_head_dim
     flops = _projections(g, d, 1)
     out_proj = flops.pop("out_proj")
-    return {**flops, "state_read": per_state, "state_write": per_state, "output": per_state,
-            "out_proj": out_proj}
+    return {**flops, **step_flops(g), "out_proj": out_proj}
+
+
+def step_flops(g) -> dict[str, int]:
+    """The recurrence's matmuls in one decode step (the parts' apart): state_read, state_write
+    and output, 2 * H_v*d_k*d_v each (see decode_flops)."""
+    per_state = 2 * g.n_value_heads * g.key_head_dim * g.value_head_dim
+    return {"state_read": per_state, "state_write": per_state, "output": per_state}
 
 
 def n_chunks(g, tokens: int, chunk: int | None = None) -> int:
@@ -115,17 +122,64 @@ def prefill_flops(g, d: int, tokens: int, chunk: int | None = None) -> dict[str,
     FlopCounterMode counts every term but ut_solve (it has no rule for triangular solves),
     and counts the conv over padded outputs (see the parity test).
     """
+    flops = _projections(g, d, tokens)
+    out_proj = flops.pop("out_proj")
+    return {**flops, **scan_flops(g, tokens, chunk), "out_proj": out_proj}
+
+
+def scan_flops(g, tokens: int, chunk: int | None = None) -> dict[str, int]:
+    """The chunked delta rule's terms of prefill_flops (intra_kk .. state_write), the
+    projections and the conv apart."""
     chunk = chunk or g.chunk_size
     n = n_chunks(g, tokens, chunk)
     padded = n * chunk
     h, dk, dv = g.n_value_heads, g.key_head_dim, g.value_head_dim
-    flops = _projections(g, d, tokens)
-    out_proj = flops.pop("out_proj")
-    return {**flops,
-            "intra_kk": 2 * padded * chunk * dk * h,
+    return {"intra_kk": 2 * padded * chunk * dk * h,
             "intra_qk": 2 * padded * chunk * dk * h,
             "ut_solve": n * chunk * (chunk - 1) * (dk + dv) * h,
             "state_read": 2 * 2 * padded * dk * dv * h,
             "intra_av": 2 * padded * chunk * dv * h,
-            "state_write": 2 * padded * dk * dv * h,
-            "out_proj": out_proj}
+            "state_write": 2 * padded * dk * dv * h}
+
+
+def describe(g) -> str:
+    share = f", {g.heads_per_key} value heads per key head" if g.heads_per_key > 1 else ""
+    return (f"Gated DeltaNet: {g.n_key_heads} q/k heads x {g.key_head_dim}, {g.n_value_heads} "
+            f"v heads x {g.value_head_dim}{share}, conv {g.conv_kernel}")
+
+
+def draw(g_, spec, g):
+    d = commas(spec.d_model)
+    qkvz = g_.node("in_proj_qkvz", f"in_proj_qkvz<br/>{d} → q, k {g.n_key_heads}×{g.key_head_dim}"
+                                   f" | v, z {g.n_value_heads}×{g.value_head_dim}")
+    ba = g_.node("in_proj_ba", f"in_proj_ba<br/>{d} → b, a {g.n_value_heads} each")
+    conv = g_.node("conv", f"causal depthwise conv1d, {g.conv_kernel} taps, SiLU<br/>"
+                           "over q, k, v; then L2-normalise q and k")
+    state = g_.store("state", f"state per sequence<br/>conv {commas(g.conv_dim)}×{g.conv_kernel}"
+                              f" + {g.n_value_heads} matrices {g.key_head_dim}×"
+                              f"{g.value_head_dim} (fp32)")
+    rule = g_.node("delta", "gated delta rule: S = exp(g)·S + β·k·(v − Sᵀk)ᵀ, o = Sᵀq<br/>"
+                            f"chunks of {g.chunk_size} in a prompt")
+    norm_ = g_.node("gated_norm", "RMSNorm(o) · SiLU(z), per value head")
+    out = g_.node("out_proj", f"out_proj<br/>{commas(g.value_dim)} → {d}")
+    g_.edge(qkvz, conv, "q, k, v")
+    g_.edge(conv, rule)
+    g_.edge(ba, rule, "β, decay")
+    g_.edge(state, rule, "S")
+    g_.edge(rule, norm_)
+    g_.edge(qkvz, norm_, "z")
+    g_.edge(norm_, out)
+    return [qkvz, ba], out
+
+
+register(StateMixerKind(
+    name="gated_deltanet", module="archscope.nn.gated_deltanet:gated_deltanet", parts=parts,
+    state_bytes=lambda g, act_bytes: state_bytes(g, act_bytes),
+    step_flops=step_flops, scan_flops=lambda g, tokens: scan_flops(g, tokens),
+    activation_width=lambda g: g.qkvz_width + g.ba_width,
+    display="Gated DeltaNet", describe=describe,
+    label=lambda g: f"Gated DeltaNet {g.n_value_heads}×{g.key_head_dim}×{g.value_head_dim}",
+    title=lambda g: (f"Gated DeltaNet mixer: {g.n_key_heads} q/k heads, {g.n_value_heads} "
+                     "value heads"),
+    short=lambda g: f"Gated DeltaNet {g.n_key_heads}/{g.n_value_heads} heads",
+    draw=draw))

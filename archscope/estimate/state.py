@@ -1,0 +1,30 @@
+"""The constant per-sequence state of state-mixer layers (Mamba-2, Gated DeltaNet), from the
+spec alone: what a hybrid holds besides its per-token KV cache.
+
+Per layer with a state mixer, its kind's entry (archscope/kinds) gives the bytes by part: the
+conv window (conv_dim x conv_kernel: all kernel columns, as transformers' caches keep them,
+though a step reads conv_kernel - 1) in the activations' dtype, and the SSM / recurrent state
+in fp32 (transformers' torch paths keep it so whatever the model's dtype). The activations'
+dtype is the compute dtype of the weights (estimate.memory.compute_dtype): a quantised cache
+dtype (--kv-dtype fp8) prices the KV cache only, never the state.
+
+Total = batch * sum over state layers of their parts. It does not grow with the context.
+"""
+
+from __future__ import annotations
+
+from archscope.estimate.dtypes import canonical_dtype, nbytes
+from archscope.kinds import mixer_kind
+from archscope.spec import ModelSpec
+
+
+def state_bytes_by_layer(spec: ModelSpec, dtype: str = "bf16") -> dict[int, dict[str, int]]:
+    """Layer index -> {state part: bytes} for one sequence, activations in `dtype`."""
+    act_bytes = nbytes(1, canonical_dtype(dtype))
+    return {layer.index: mixer_kind(layer.state.kind).state_bytes(layer.state, act_bytes)
+            for layer in spec.plan if layer.state is not None}
+
+
+def state_bytes(spec: ModelSpec, batch: int = 1, dtype: str = "bf16") -> int:
+    """Bytes of every state-mixer layer's state for `batch` sequences (0 without any)."""
+    return batch * sum(sum(parts.values()) for parts in state_bytes_by_layer(spec, dtype).values())
