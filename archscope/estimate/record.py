@@ -31,7 +31,7 @@ from archscope.estimate.kv_cache import (KVCache, decompressed_elements_per_toke
                                          kv_elements_per_token, mha_elements_per_token)
 from archscope.estimate.memory import InferenceMemory, compute_dtype, inference_memory
 from archscope.estimate.params import ParamCount, count_params
-from archscope.estimate.state import state_bytes
+from archscope.estimate.state import state_bytes, state_bytes_by_layer
 from archscope.kinds import mixer_kind
 from archscope.spec import ModelSpec
 
@@ -58,6 +58,19 @@ class CacheGroup:
     decompressed_elements_per_token: int  # MLA after kv_b_proj (GQA: the same)
     mha_elements_per_token: int  # one K and V per query head: the MHA-equivalent
     bytes_per_token: int  # elements_per_token at the cache dtype
+
+
+@dataclass(frozen=True)
+class StateGroup:
+    """State-mixer layers that hold alike: one sequence's constant state per layer, by part."""
+
+    layers: tuple[int, ...]
+    kind: str  # the mixer's name for people: 'Mamba-2', 'Gated DeltaNet'
+    bytes_by_part: dict[str, int]  # conv in the compute dtype; ssm / recurrent fp32
+
+    @property
+    def bytes_per_layer(self) -> int:
+        return sum(self.bytes_by_part.values())
 
 
 @dataclass(frozen=True)
@@ -94,6 +107,7 @@ class ModelRecord:
     conventions: Conventions
     params: ParamCount
     cache_groups: tuple[CacheGroup, ...]
+    state_groups: tuple[StateGroup, ...]  # empty without state mixers
     kv_cache_bytes_per_token: int  # one more token of context, all layers, one sequence
     weights_bytes: int  # at the weight dtype
     weights_by_dtype: dict[str, int]
@@ -145,6 +159,15 @@ def cache_groups(spec: ModelSpec, cache_dtype: str) -> tuple[CacheGroup, ...]:
                  for a, idx in groups.items())
 
 
+def state_groups(spec: ModelSpec, weight_dtype: str) -> tuple[StateGroup, ...]:
+    """The state-mixer layers grouped by what one sequence's state holds (estimate/state.py)."""
+    groups: dict = {}
+    for index, parts in state_bytes_by_layer(spec, compute_dtype(weight_dtype)).items():
+        key = (mixer_kind(spec.plan[index].state.kind).display, tuple(parts.items()))
+        groups.setdefault(key, []).append(index)
+    return tuple(StateGroup(tuple(idx), kind, dict(parts)) for (kind, parts), idx in groups.items())
+
+
 def conventions(batch: int = 1, weight_dtype: str = "bf16", cache_dtype: str | None = None,
                 attention_flops: str = "causal", mla_flops: str = "absorbed") -> Conventions:
     """Checked conventions; the cache dtype defaults to the compute dtype of the weights."""
@@ -194,6 +217,7 @@ def model_record(spec: ModelSpec, contexts=(DEFAULT_CONTEXT,), batch: int = 1,
     return ModelRecord(
         model=spec.name, attention=_variants(spec), moe=spec.moe, conventions=v, params=params,
         cache_groups=cache_groups(spec, v.cache_dtype),
+        state_groups=state_groups(spec, v.weight_dtype),
         kv_cache_bytes_per_token=kv_cache(spec, 1, 1, v.cache_dtype).bytes_per_token,
         weights_bytes=nbytes(params.total, v.weight_dtype),
         weights_by_dtype={d: nbytes(params.total, d) for d in WEIGHT_DTYPES},

@@ -81,7 +81,7 @@ def weights_read_bytes(spec: ModelSpec, dtype: str, tokens: int = 1) -> int:
     p = count_params(spec)
     read = p.total - p.embedding + (p.breakdown.get("embedding", 0) if spec.tie_embeddings else 0)
     for layer in spec.plan:
-        for part in ffn_parts(layer.ffn, spec.d_model):
+        for part in ffn_parts(layer.ffn, spec.d_model) if layer.ffn else []:
             if part.copies > part.active:  # routed experts: only some are read
                 touched = part.copies * (1 - (1 - part.active / part.copies) ** tokens)
                 read -= round(part.params * (part.copies - touched))

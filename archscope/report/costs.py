@@ -35,6 +35,10 @@ def conventions_text(record: ModelRecord) -> dict[str, str]:
                  "query and output, attention on the cached latent); a prefill decompresses each "
                  "latent once",
         "units": "bytes are integers; MB = 10^6 bytes, MiB = 2^20 bytes, GB = 10^9, GiB = 2^30",
+        **({"state": "state mixers (Mamba-2, Gated DeltaNet) hold a constant state per "
+                     "sequence instead of a per-token cache: the conv window (all kernel "
+                     "columns) in the compute dtype and the SSM / recurrent matrix in fp32, "
+                     "whatever the context"} if record.state_groups else {}),
     }
 
 
@@ -85,7 +89,14 @@ def memory_at(c: AtContext) -> dict:
     m = c.memory
     return {"seq_len": c.seq_len, "batch": m.batch, "weights_dtype": m.dtype,
             "kv_dtype": m.kv_dtype, "weights": m.weights, "kv_cache": m.kv_cache,
-            "activations": m.activations, "total": m.total}
+            "state": m.state, "activations": m.activations, "total": m.total}
+
+
+def state_record(record: ModelRecord) -> list[dict]:
+    """The state-mixer layers' constant state, one sequence, per group of layers alike."""
+    return [{"layers": layers_text(list(g.layers)), "count": len(g.layers), "kind": g.kind,
+             "bytes_by_part": g.bytes_by_part, "bytes_per_layer": g.bytes_per_layer}
+            for g in record.state_groups]
 
 
 def params_record(spec: ModelSpec, record: ModelRecord) -> dict:
@@ -114,6 +125,7 @@ def cost_record(spec: ModelSpec, record: ModelRecord) -> dict:
             "context": [c.seq_len for c in series],
             "kv_cache_bytes": [c.cache.bytes for c in series],
             "kv_cache_decompressed_bytes": [c.cache.decompressed_bytes for c in series],
+            "state_bytes": [c.state_bytes for c in series],
             "decode_flops": [c.decode.total for c in series],
         },
     }
@@ -138,6 +150,7 @@ def details_record(spec: ModelSpec, record: ModelRecord, lengths) -> dict:
             "bytes_per_token": record.kv_cache_bytes_per_token,
             "at_lengths": [kv_at(record, c) for c in at],
         },
+        "state": state_record(record),
         "decode_flops": [flops_at(c) for c in at],
         "prefill_flops": [{"seq_len": c.seq_len, "total": c.prefill.total} for c in at],
         "weights_bytes": record.weights_by_dtype,

@@ -22,12 +22,6 @@ RC = {"font.size": 9, "axes.titlesize": 11, "legend.fontsize": 8, "svg.hashsalt"
 STYLES = ("-", "--", "-.", ":")
 FIGURE_WIDTH = 12  # inches: room for a two-column legend beside the axes
 LEGEND_ROWS = 30  # entries per legend column
-PATHS = {  # alt text -> path under the report folder
-    "KV cache vs context length": "figures/kv_cache_vs_context.png",
-    "Parameter breakdown": "figures/params_breakdown.png",
-    "Decode FLOPs per token vs context length": "figures/flops_vs_context.png",
-    "Weights memory by dtype": "figures/weights_by_dtype.png",
-}
 
 
 def png_bytes(fig: Figure) -> bytes:
@@ -194,10 +188,3 @@ def weights_figure(records: list[dict], dtypes=("fp32", "bf16", "int8", "int4"))
     ax.legend(loc="lower right")
     fig.tight_layout()
     return fig
-
-
-def all_figures(records: list[dict]) -> dict[str, bytes]:
-    """Path under the report folder -> PNG bytes, for every figure."""
-    makers = [kv_cache_figure, params_figure, flops_figure, weights_figure]
-    with matplotlib.style.context("default"), matplotlib.rc_context(RC):
-        return {path: png_bytes(make(records)) for path, make in zip(PATHS.values(), makers)}

@@ -11,16 +11,18 @@ import dataclasses
 
 from archscope.estimate import (decompressed_elements_per_token, kv_elements_per_token,
                                 mha_elements_per_token)
-from archscope.kinds import attention_kind, ffn_kind
+from archscope.kinds import attention_kind, ffn_kind, mixer_kind
 from archscope.report.fmt import layers_label, layers_text
 from archscope.spec.schema import AttentionSpec, FFNSpec, ModelSpec
 
 
 def distinct(spec: ModelSpec, part: str) -> list[tuple[object, list[int]]]:
-    """[(component, layer indices)] for each distinct `attention` or `ffn` of the plan."""
+    """[(component, layer indices)] for each distinct `attention`, `state` (a state mixer) or
+    `ffn` of the plan; layers without that component are in none."""
     groups: dict[object, list[int]] = {}
     for layer in spec.plan:
-        groups.setdefault(getattr(layer, part), []).append(layer.index)
+        if getattr(layer, part) is not None:
+            groups.setdefault(getattr(layer, part), []).append(layer.index)
     return list(groups.items())
 
 
@@ -80,6 +82,14 @@ def ffn_record(ffn: FFNSpec, indices: list[int], d_model: int) -> dict:
     }
 
 
+def mixer_record(mixer, indices: list[int], d_model: int) -> dict:
+    """A state mixer's wording and size (its constant state is the cost record's)."""
+    kind = mixer_kind(mixer.kind)
+    return {"layers": layers_text(indices), "count": len(indices), "kind": mixer.kind,
+            "display": kind.display, "label": kind.label(mixer), "describe": kind.describe(mixer),
+            "params_per_layer": sum(p.params * p.copies for p in kind.parts(mixer, d_model))}
+
+
 def architecture_record(spec: ModelSpec) -> dict:
     """The spec's facts: shape, attention and FFN per distinct layer kind, norm, position."""
     p, scaling = spec.position, spec.position.scaling
@@ -89,6 +99,7 @@ def architecture_record(spec: ModelSpec) -> dict:
         "max_seq_len": spec.max_seq_len, "tie_embeddings": spec.tie_embeddings,
         "attention": [attention_record(a, idx, spec.d_model)
                       for a, idx in distinct(spec, "attention")],
+        "mixers": [mixer_record(m, idx, spec.d_model) for m, idx in distinct(spec, "state")],
         "ffn": [ffn_record(f, idx, spec.d_model) for f, idx in distinct(spec, "ffn")],
         "norm": {"kind": spec.norm.kind, "position": spec.norm.position,
                  "bias": spec.norm.has_bias, "eps": spec.norm.eps},
@@ -105,17 +116,18 @@ def structure_groups(spec: ModelSpec) -> list[dict]:
     each component's kind."""
     groups: dict[tuple, list[int]] = {}
     for layer in spec.plan:
-        groups.setdefault((layer.attention, layer.ffn), []).append(layer.index)
+        groups.setdefault((layer.attention, layer.state, layer.ffn), []).append(layer.index)
     out = []
-    for (attn, ffn), idx in groups.items():
+    for (attn, state, ffn), idx in groups.items():
         by_note: dict[str, list[int]] = {}
         for i in idx:  # a note may cover only some of the group (GPT-3's odd layers)
             if spec.plan[i].note:
                 by_note.setdefault(spec.plan[i].note, []).append(i)
         notes = [f"{layers_label(sub)}: {note}" for note, sub in by_note.items()]
         out.append({"layers": layers_text(idx), "count": len(idx), "first": idx[0],
-                    "attention": attention_kind(attn.kind).title(attn),
-                    "ffn": ffn_kind(ffn.kind).title(ffn), "notes": notes})
+                    "attention": (attention_kind(attn.kind).title(attn) if attn else
+                                  mixer_kind(state.kind).title(state) if state else "no mixer"),
+                    "ffn": ffn_kind(ffn.kind).title(ffn) if ffn else "no FFN", "notes": notes})
     return out
 
 

@@ -5,9 +5,12 @@ from its entry in archscope/kinds; only norms and positions, which are not kinds
 
 from __future__ import annotations
 
-from archscope.kinds import attention_kind, ffn_kind
+from archscope.kinds import attention_kind, ffn_kind, mixer_kind
 from archscope.report.fmt import DASH, layer_ranges, layers_label, num
-from archscope.spec.schema import AttentionSpec, FFNSpec, ModelSpec, NormSpec, PositionSpec
+from archscope.spec.schema import (AttentionSpec, FFNSpec, LayerPlan, ModelSpec, NormSpec,
+                                   PositionSpec)
+
+NO_MIXER, NO_FFN = "no mixer (an MLP-only layer)", "no FFN (a mixer-only layer)"
 
 NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
 SCALING_NAMES = {"llama3": "llama3", "yarn": "YaRN", "linear": "linear"}
@@ -22,6 +25,21 @@ def attention(attn: AttentionSpec) -> str:
 
 def ffn(f: FFNSpec, d_model: int) -> str:
     return ffn_kind(f.kind).describe(f, d_model)
+
+
+def state_mixer(m) -> str:
+    return mixer_kind(m.kind).describe(m)
+
+
+def mixer(layer: LayerPlan) -> str:
+    """The layer's mixer in one line: its attention, its state mixer, or none."""
+    if layer.attention is not None:
+        return attention(layer.attention)
+    return state_mixer(layer.state) if layer.state else NO_MIXER
+
+
+def layer_ffn(layer: LayerPlan, d_model: int) -> str:
+    return ffn(layer.ffn, d_model) if layer.ffn is not None else NO_FFN
 
 
 def position(p: PositionSpec) -> str:
@@ -40,12 +58,14 @@ def norm(n: NormSpec) -> str:
 
 
 def layer_plan(spec: ModelSpec) -> list[dict]:
-    """Layers grouped by identical structure: [{layers: '0-15', count, attention, ffn, note}];
+    """Layers grouped by identical structure: [{layers: '0-15', count, attention, ffn, note}]
+    (`attention`: the layer's mixer, attention or a state mixer);
     a layer whose RoPE differs from the model's says so after its attention (Gemma 3)."""
     groups: dict[tuple, list[int]] = {}
     for layer in spec.plan:
         rope = f", {position(layer.position)}" if layer.position != spec.position else ""
-        key = (attention(layer.attention) + rope, ffn(layer.ffn, spec.d_model), layer.note or "")
+        rope = rope if layer.attention is not None else ""  # only attention turns q and k
+        key = (mixer(layer) + rope, layer_ffn(layer, spec.d_model), layer.note or "")
         groups.setdefault(key, []).append(layer.index)
     return [{"layers": layer_ranges(idx), "count": len(idx), "attention": a, "ffn": f, "note": n}
             for (a, f, n), idx in groups.items()]

@@ -52,7 +52,7 @@ def preset():
 # Tiny variants: every size shrunk, every kind and flag kept.
 _ATTENTION = {"head_dim": 8, "window": 6, "q_lora_rank": 16, "kv_lora_rank": 8,
               "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 6}
-_FFN = {"d_ff": 64, "n_experts": 4, "d_expert": 16}
+_FFN = {"d_ff": 64, "n_experts": 4, "d_expert": 16, "d_shared": 24}
 
 
 def _shrink_attention(a: dict, heads: int) -> dict:
@@ -75,10 +75,33 @@ def _shrink_ffn(f: dict) -> dict:
     return out
 
 
+# State mixers: several heads and groups kept, scan chunks of 4 (a 10-token prompt spans three)
+_MIXER = {"mamba2": {"n_heads": 4, "head_dim": 8, "d_state": 8, "chunk_size": 4},
+          "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8,
+                             "chunk_size": 4}}
+
+
+def _shrink_mixer(x: dict) -> dict:
+    out = {**x, **_MIXER[x["kind"]]}
+    if "n_groups" in x:  # 1 or 2 groups, dividing the 4 heads
+        out["n_groups"] = min(x["n_groups"], 2)
+    if "n_value_heads" in x:  # keep value heads per key head (at most 2)
+        out["n_value_heads"] = 2 * min(x["n_value_heads"] // x["n_key_heads"], 2)
+    return out
+
+
+def _layer_count(spec: ModelSpec) -> int:
+    """6 layers (SmolLM3 NoPEs layer 3, "3::4"; Gemma 3's layer 5 is global, "5::6"), unless
+    the overrides name layers beyond (a hybrid's pattern): then all of them, still tiny."""
+    named = [i for o in spec.layers if isinstance(o.select, tuple) for i in o.select]
+    return spec.n_layers if named and max(named) >= 6 else 6
+
+
 def shrink(spec: ModelSpec) -> ModelSpec:
     m = to_mapping(spec)
-    # 6 layers: SmolLM3 NoPEs layer 3 ("3::4"), Gemma 3's layer 5 is global ("5::6")
-    m.update(vocab_size=96, d_model=32, n_layers=6, max_seq_len=64)
+    m.update(vocab_size=96, d_model=32, n_layers=_layer_count(spec), max_seq_len=64)
+    if "mixer" in m:
+        m["mixer"] = _shrink_mixer(m["mixer"])
     heads = spec.attention.n_heads
     m["attention"] = _shrink_attention(m["attention"], heads)
     m["ffn"] = _shrink_ffn(m["ffn"])
@@ -88,7 +111,7 @@ def shrink(spec: ModelSpec) -> ModelSpec:
     for override in m.get("layers", []):
         if "attention" in override:
             override["attention"] = _shrink_attention(override["attention"], heads)
-        if "ffn" in override:
+        if isinstance(override.get("ffn"), dict):
             override["ffn"] = _shrink_ffn(override["ffn"])
     return from_mapping(ModelSpec, m)
 

@@ -53,29 +53,30 @@ def norm_eps(spec):
 @quantity("attention_bias", "bool")
 def attention_bias(spec):
     """q/k/v or o_proj biases."""
-    return _bool(any(e.attention.bias or e.attention.has_out_bias for e in spec.plan))
+    return _bool(any(e.attention.bias or e.attention.has_out_bias for e in spec.plan
+                      if e.attention))
 
 
 @quantity("ffn_bias", "bool")
 def ffn_bias(spec):
     """FFN biases."""
-    return _bool(any(e.ffn.bias for e in spec.plan))
+    return _bool(any(e.ffn.bias for e in spec.plan if e.ffn))
 
 
 @quantity("activation", "category")
 def activation(spec):
     """The FFN activation; gelu_tanh also answers to "gelu"."""
-    acts = dict.fromkeys(e.ffn.activation for e in spec.plan)
+    acts = dict.fromkeys(e.ffn.activation for e in spec.plan if e.ffn)
     parts = set(acts) | {"gelu" for a in acts if a.startswith("gelu")}
     return Category("+".join(acts), frozenset(parts))
 
 
 def _variants(spec) -> list[str]:
-    return list(dict.fromkeys(e.attention.variant for e in spec.plan))
+    return list(dict.fromkeys(e.attention.variant for e in spec.plan if e.attention))
 
 
 def _windowed(spec) -> bool:
-    return any(e.attention.window for e in spec.plan)
+    return any(e.window for e in spec.plan)
 
 
 @quantity("attention_variant", "category")
@@ -118,8 +119,8 @@ def ffn_type(spec):
     """SwiGLU, MLP+activation ("GELU" FFN), or SwiGLU+MoE."""
     parts: list[str] = []
     for e in spec.plan:
-        f = e.ffn
-        parts += ffn_kind(f.kind).claim_names(f)
+        if e.ffn is not None:
+            parts += ffn_kind(e.ffn.kind).claim_names(e.ffn)
     parts = list(dict.fromkeys(parts))
     cat = Category.of("+".join(parts), *parts)
     if any(p.startswith("gelu") for p in cat.parts):

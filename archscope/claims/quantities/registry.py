@@ -81,7 +81,11 @@ def uniform(spec: ModelSpec, what: str, per_layer: Callable, layer: int | None):
 
 def attn_of(spec: ModelSpec, layer: int | None = None) -> AttentionSpec:
     """The attention of `layer`, or the one every layer shares."""
-    return uniform(spec, "attention", lambda e: e.attention, layer)
+    attn = uniform(spec, "attention", lambda e: e.attention, layer)
+    if attn is None:
+        raise InputError(f"{spec.name}: layer {layer} has no attention (its mixer is "
+                         f"{spec.plan[layer].layer_type})")
+    return attn
 
 
 def gqa_only(attn: AttentionSpec, what: str) -> None:

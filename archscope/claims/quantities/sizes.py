@@ -128,7 +128,7 @@ quantity("params_kv_proj_per_layer", "params", "k_proj + v_proj of one layer.")(
 def kv_elements_per_token_per_layer(spec, layer=None):
     """What the cache holds per token per layer: GQA 2 x n_kv_heads x head_dim; MLA
     kv_lora_rank + qk_rope_head_dim (the latent and the shared RoPE key)."""
-    return uniform(spec, "the cache per token", lambda e: kv_elements_per_token(e.attention),
+    return uniform(spec, "the cache per token", lambda e: kv_elements_per_token(e.attention) if e.attention else 0,
                    layer)
 
 
@@ -146,7 +146,8 @@ def kv_elements_per_token_mha(spec, layer=None):
 def kv_elements_per_token_decompressed(spec, layer=None):
     """Per token per layer after MLA's up-projection (K: qk_nope + qk_rope, V: v_head_dim)."""
     return uniform(spec, "the cache per token",
-                   lambda e: decompressed_elements_per_token(e.attention), layer)
+                   lambda e: decompressed_elements_per_token(e.attention) if e.attention else 0,
+                   layer)
 
 
 @quantity("kv_bytes_per_token", "bytes")

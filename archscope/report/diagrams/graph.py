@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from archscope.kinds import attention_kind, ffn_kind
+from archscope.kinds import attention_kind, ffn_kind, mixer_kind
 from archscope.report.wording import NORM_NAMES
 from archscope.units import num, sci
 from archscope.spec.schema import LayerPlan, ModelSpec, NormSpec
@@ -77,6 +77,10 @@ def residual_label(spec: ModelSpec) -> str | None:
 
 
 def short_text(spec: ModelSpec, layer: LayerPlan) -> str:
-    """'GQA 32/8 heads + SwiGLU MLP 8,192' for the model overview's layer list (from the kinds)."""
-    a, f = layer.attention, layer.ffn
-    return f"{attention_kind(a.kind).short(a)} + {ffn_kind(f.kind).short(f)}"
+    """'GQA 32/8 heads + SwiGLU MLP 8,192' for the model overview's layer list (from the kinds);
+    a hybrid's 'Mamba-2 48×64 + SwiGLU 1,024', 'Mamba-2 64×64 alone', 'ReLU² MLP 21,504 alone'."""
+    a, m, f = layer.attention, layer.state, layer.ffn
+    texts = [attention_kind(a.kind).short(a) if a else mixer_kind(m.kind).short(m) if m else None,
+             ffn_kind(f.kind).short(f) if f else None]
+    texts = [t for t in texts if t]
+    return texts[0] + " alone" if len(texts) == 1 else " + ".join(texts)

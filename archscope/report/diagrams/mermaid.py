@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from archscope.kinds import attention_kind, ffn_kind
+from archscope.kinds import attention_kind, ffn_kind, mixer_kind
 from archscope.report.diagrams import graph as parts
 from archscope.report.fmt import commas
 from archscope.report.pages.markdown import layers_label, num
@@ -69,24 +69,74 @@ _NORM_NAMES = {"pre": ("input_layernorm", "post_attention_layernorm"),
                             "pre_feedforward_layernorm", "post_feedforward_layernorm")}
 
 
+def _mixer_entry(layer: LayerPlan):
+    """(kind entry, spec) of the layer's mixer: attention or a state mixer; None for none."""
+    if layer.attention is not None:
+        return attention_kind(layer.attention.kind), layer.attention
+    if layer.state is not None:
+        return mixer_kind(layer.state.kind), layer.state
+    return None
+
+
+# One sublayer (a Nemotron-H block: a mixer or an FFN alone), by norm.position: its norms are
+# n1 (and n2 for a sandwich), the sublayer runs from `in` to `out`.
+_ONE_SUBLAYER = {
+    "pre": [("h_in", "n1"), ("n1", "in"), ("out", "add1", "scale"), ("h_in", "add1", "residual"),
+            ("add1", "h_out")],
+    "post": [("h_in", "in"), ("out", "add1", "scale"), ("h_in", "add1", "residual"),
+             ("add1", "n1"), ("n1", "h_out")],
+    "output": [("h_in", "in"), ("out", "n1"), ("n1", "add1", "scale"),
+               ("h_in", "add1", "residual"), ("add1", "h_out")],
+    "sandwich": [("h_in", "n1"), ("n1", "in"), ("out", "n2"), ("n2", "add1", "scale"),
+                 ("h_in", "add1", "residual"), ("add1", "h_out")],
+}
+
+
+def _one_sublayer(g: Graph, spec: ModelSpec, names: tuple[str, ...], ends, scale) -> str:
+    for k, name in enumerate(names, 1):
+        parts.norm_node(g, f"n{k}", name, spec.norm)
+    g.circle("add1", "+")
+    g.node("h_out", f"hidden out ({commas(spec.d_model)})")
+    entry, out = ends
+    for src, dst, *label in _ONE_SUBLAYER[spec.norm.position]:
+        label = [scale] if label == ["scale"] else label
+        src = out if src == "out" else src
+        for target in (entry if dst == "in" else [dst]):
+            g.edge(src, target, *label)
+    return g.render()
+
+
 def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
-    """One decoder layer: norms where the spec puts them, attention, FFN, residual adds."""
+    """One decoder layer: norms where the spec puts them, its mixer (attention or a state
+    mixer), its FFN, residual adds; a layer with one of the two draws that one alone."""
     g = Graph()
     d = commas(spec.d_model)
     if layer.position != spec.position:  # the attention draws this layer's RoPE (Gemma 3)
         spec = dataclasses.replace(spec, position=layer.position)
     g.node("h_in", f"hidden in ({d})")
-    for k, name in enumerate(_NORM_NAMES[spec.norm.position], 1):
-        parts.norm_node(g, f"n{k}", name, spec.norm)
-    attn, ffn = attention_kind(layer.attention.kind), ffn_kind(layer.ffn.kind)
-    with g.subgraph("attn", attn.title(layer.attention)):
-        attn_in, attn_out = attn.draw(g, spec, layer.attention)
-    with g.subgraph("ffn", ffn.title(layer.ffn)):
-        ffn_in, ffn_out = ffn.draw(g, spec, layer.ffn)
+    names = _NORM_NAMES[spec.norm.position]
+    half = len(names) // 2
+    mixing = _mixer_entry(layer)
+    both = mixing is not None and layer.ffn is not None
+    if both:  # the norms first (a one-sublayer block names its own in _one_sublayer)
+        for k, name in enumerate(names, 1):
+            parts.norm_node(g, f"n{k}", name, spec.norm)
+    if mixing is not None:
+        kind, component = mixing
+        with g.subgraph("attn", kind.title(component)):
+            attn_in, attn_out = kind.draw(g, spec, component)
+    if layer.ffn is not None:
+        ffn = ffn_kind(layer.ffn.kind)
+        with g.subgraph("ffn", ffn.title(layer.ffn)):
+            ffn_in, ffn_out = ffn.draw(g, spec, layer.ffn)
+    scale = parts.residual_label(spec)
+    if not both:
+        ends = (attn_in, attn_out) if mixing is not None else (ffn_in, ffn_out)
+        sub_names = names[:half] if mixing is not None else names[half:]
+        return _one_sublayer(g, spec, sub_names, ends, scale)
     g.circle("add1", "+")
     g.circle("add2", "+")
     g.node("h_out", f"hidden out ({d})")
-    scale = parts.residual_label(spec)
     # Pre-norm normalises each sublayer's input; post-norm each residual sum; output-norm each
     # sublayer's output before its residual add; sandwich both a sublayer's input and output.
     res = ("h_in", "add1", "residual")

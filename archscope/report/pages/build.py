@@ -14,7 +14,7 @@ from archscope.report.pages.comparison import comparison_page
 from archscope.report.costs import (DIVE_LENGTHS, below_context, cost_record, details_record,
                                     report_record)
 from archscope.report.pages.deep_dive import deep_dive_page
-from archscope.report.figures import PATHS, all_figures
+from archscope.report.figure_set import PATHS, all_figures
 from archscope.report.pages.profiles import profiles_page
 from archscope.report.records import architecture_record, module_groups, structure_groups
 from archscope.spec.schema import ModelSpec

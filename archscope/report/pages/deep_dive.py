@@ -20,9 +20,11 @@ def configuration(spec: ModelSpec) -> str:
     rows = [("vocab_size", commas(spec.vocab_size)), ("d_model", commas(spec.d_model)),
             ("n_layers", str(spec.n_layers)), ("max_seq_len", commas(spec.max_seq_len))]
     for part, text in (("attention", describe.attention),
+                       ("mixer", describe.state_mixer),
                        ("ffn", lambda f: describe.ffn(f, spec.d_model))):
-        groups = distinct(spec, part)
-        rows += [(part if len(groups) == 1 else f"{part} ({layers_label(idx)})", text(component))
+        groups = distinct(spec, "state" if part == "mixer" else part)
+        every = len(groups) == 1 and len(groups[0][1]) == spec.n_layers
+        rows += [(part if every else f"{part} ({layers_label(idx)})", text(component))
                  for component, idx in groups]
     rows += [("norm", describe.norm(spec.norm)), ("position", describe.position(spec.position)),
              ("tie_embeddings", yes_no(spec.tie_embeddings))]
@@ -36,7 +38,8 @@ def configuration(spec: ModelSpec) -> str:
 
 def structure(spec: ModelSpec, dive: dict) -> str:
     cols = [("layers", lambda g: g["layers"], "l"), ("count", lambda g: str(g["count"]), "r"),
-            ("attention", lambda g: g["attention"], "l"), ("FFN", lambda g: g["ffn"], "l"),
+            ("mixer" if spec.hybrid else "attention", lambda g: g["attention"], "l"),
+            ("FFN", lambda g: g["ffn"], "l"),
             ("notes", lambda g: "; ".join(g["notes"]), "l")]
     parts = [table(dive["structure"], cols), "### Model\n\n" + fenced(mermaid.model_diagram(
         spec, dive["structure"]))]
@@ -94,6 +97,10 @@ def kv_cache(arch: dict, dive: dict) -> str:
              f"layer (MHA-equivalent {commas(a['mha_elements_per_token'])})"
              for a in arch["attention"]]
     lines.append(f"- one more token, all layers: {commas(kv['bytes_per_token'])} bytes")
+    lines += [f"- {layers_label(g)} ({g['kind']}): no per-token cache; a constant state of "
+              f"{commas(g['bytes_per_layer'])} bytes per sequence per layer ("
+              + ", ".join(f"{k} {commas(b)}" for k, b in g["bytes_by_part"].items()) + ")"
+              for g in dive["state"]]
     cols = [("seq_len", lambda r: commas(r["seq_len"]), "r"),
             ("bytes", lambda r: commas(r["bytes"]), "r"),
             ("MB", lambda r: mb(r["bytes"]).removesuffix(" MB"), "r"),
@@ -102,8 +109,16 @@ def kv_cache(arch: dict, dive: dict) -> str:
         cols.append(("decompressed MiB (naive MLA)",
                      lambda r: mib(r["decompressed_bytes"]).removesuffix(" MiB"), "r"))
     cols.append(("MHA-equivalent MiB", lambda r: mib(r["mha_bytes"]).removesuffix(" MiB"), "r"))
+    if dive["state"]:
+        cols += [("+ state bytes", lambda r: commas(r["state_bytes"]), "r"),
+                 ("cache + state MiB", lambda r: mib(r["bytes"] + r["state_bytes"])
+                  .removesuffix(" MiB"), "r")]
     body = "\n".join(lines) + "\n\n" + table(kv["at_lengths"], cols)
-    return section(f"KV cache ({kv['dtype']}, batch 1)", body, dive["conventions"]["kv_cache"])
+    note = dive["conventions"]["kv_cache"]
+    if dive["state"]:
+        note += "; " + dive["conventions"]["state"]
+    title = "KV cache and state" if dive["state"] else "KV cache"
+    return section(f"{title} ({kv['dtype']}, batch 1)", body, note)
 
 
 def flops(dive: dict) -> str:
@@ -134,11 +149,13 @@ def memory(dive: dict) -> str:
     cols = [("seq_len", lambda r: commas(r["seq_len"]), "r")]
     cols += [(f"{title} (GiB)", lambda r, k=k: gib(r[k]).removesuffix(" GiB"), "r")
              for k, title in (("weights", "weights"), ("kv_cache", "KV cache"),
+                              *((("state", "state"),) if dive["state"] else ()),
                               ("activations", "activations"), ("total", "total"))]
     inference = table(dive["inference_memory"], cols)
     dtype = dive["kv_cache"]["dtype"]
     note = ("weights: total params × bytes per parameter (int4 half a byte; quantisation scales "
-            f"left out). Inference, {dtype}, batch 1: weights + KV cache + the transient "
+            f"left out). Inference, {dtype}, batch 1: weights + KV cache "
+            + ("+ the state mixers' constant state " if dive["state"] else "") + "+ the transient "
             "activations of the prefill (attention scores left out, as a fused kernel never "
             "stores them).")
     body = weights + f"\n\nInference memory ({dtype}, batch 1):\n\n" + inference
@@ -155,4 +172,6 @@ def deep_dive_page(spec: ModelSpec, arch: dict, dive: dict, figure_paths: dict[s
             f"[model_specs/{spec.name}.yaml](../../model_specs/{spec.name}.yaml); "
             f"see also [the comparison of all presets](../comparison.md).\n")
     return page(head, configuration(spec), structure(spec, dive), modules(dive), parameters(dive),
-                kv_cache(arch, dive), flops(dive), memory(dive), figures(figure_paths))
+                kv_cache(arch, dive), flops(dive), memory(dive),
+                figures({alt: p for alt, p in figure_paths.items()
+                         if spec.hybrid or "hybrid" not in p}))

@@ -56,10 +56,18 @@ def _detail_lines(d: dict, batch: int) -> list[str]:
                      f"{g['elements_per_token']:,} elements = {g['bytes_per_token']:,} bytes "
                      f"(MHA-equivalent {g['mha_elements_per_token']:,} elements)")
     lines.append(f"  per token, all layers, one sequence: {kv['bytes_per_token']:,} bytes")
-    rows = [["seq_len", "bytes", "MB", "MiB", "MHA-equivalent MiB"]]
+    for g in d["state"]:  # a hybrid's state mixers: constant per sequence, not per token
+        parts = ", ".join(f"{name} {b:,}" for name, b in g["bytes_by_part"].items())
+        lines.append(f"  layers {g['layers']} ({g['kind']}): constant state per sequence per "
+                     f"layer {g['bytes_per_layer']:,} bytes ({parts})")
+    state = d["state"]  # the hybrid's columns: its constant state and what it holds in all
+    rows = [["seq_len", "bytes", "MB", "MiB", "MHA-equivalent MiB"]
+            + (["+ state bytes", "cache + state MiB"] if state else [])]
     rows += [[commas(r["seq_len"]), commas(r["bytes"]), mb(r["bytes"]), mib(r["bytes"]),
-              mib(r["mha_bytes"])] for r in kv["at_lengths"]]
-    lines += _table(rows, right={0, 1, 2, 3, 4})
+              mib(r["mha_bytes"])]
+             + ([commas(r["state_bytes"]), mib(r["bytes"] + r["state_bytes"])] if state else [])
+             for r in kv["at_lengths"]]
+    lines += _table(rows, right=set(range(len(rows[0]))))
     first = d["decode_flops"][0]
     components = list(first["by_component"])
     lines += ["", "Decode FLOPs per token (2 per multiply-add, matmuls only; MLA "
@@ -74,9 +82,12 @@ def _detail_lines(d: dict, batch: int) -> list[str]:
                      for dtype, b in d["weights_bytes"].items()], right={1, 2, 3})
     mem = d["inference_memory"]
     lines += ["", f"Inference memory (weights {mem[0]['weights_dtype']}, cache {kv['dtype']}, "
-                  f"batch {mem[0]['batch']}): weights + KV cache + activations"]
-    rows = [["seq_len", "weights", "KV cache", "activations", "total"]]
-    rows += [[commas(r["seq_len"]), gib(r["weights"]), gib(r["kv_cache"]), gib(r["activations"]),
-              gib(r["total"])] for r in mem]
-    lines += _table(rows, right=set(range(5)))
+                  f"batch {mem[0]['batch']}): weights + KV cache "
+                  + ("+ state " if state else "") + "+ activations"]
+    rows = [["seq_len", "weights", "KV cache"] + (["state"] if state else [])
+            + ["activations", "total"]]
+    rows += [[commas(r["seq_len"]), gib(r["weights"]), gib(r["kv_cache"])]
+             + ([gib(r["state"])] if state else []) + [gib(r["activations"]), gib(r["total"])]
+             for r in mem]
+    lines += _table(rows, right=set(range(len(rows[0]))))
     return lines

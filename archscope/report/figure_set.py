@@ -1,0 +1,24 @@
+"""Every report figure: its path under the report folder and the function that draws it."""
+
+from __future__ import annotations
+
+import matplotlib
+
+from archscope.report.figures import (RC, flops_figure, kv_cache_figure, params_figure,
+                                      png_bytes, weights_figure)
+from archscope.report.figures_hybrid import cache_state_figure
+
+PATHS = {  # alt text -> path under the report folder
+    "KV cache vs context length": "figures/kv_cache_vs_context.png",
+    "Parameter breakdown": "figures/params_breakdown.png",
+    "Decode FLOPs per token vs context length": "figures/flops_vs_context.png",
+    "Weights memory by dtype": "figures/weights_by_dtype.png",
+    "Hybrids: cache and state vs context": "figures/hybrid_cache_vs_context.png",
+}
+
+
+def all_figures(records: list[dict]) -> dict[str, bytes]:
+    """Path under the report folder -> PNG bytes, for every figure."""
+    makers = [kv_cache_figure, params_figure, flops_figure, weights_figure, cache_state_figure]
+    with matplotlib.style.context("default"), matplotlib.rc_context(RC):
+        return {path: png_bytes(make(records)) for path, make in zip(PATHS.values(), makers)}
