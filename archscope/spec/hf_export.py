@@ -21,14 +21,14 @@ from archscope.spec.hf_gpt_oss import write_gpt_oss
 from archscope.spec.hf_import import EXTRA_KEY, READERS, mapping_from_raw
 from archscope.spec.hf_keys import CLASS_OF
 from archscope.spec.hf_llama4 import llama4_structure, to_llama4_text
+from archscope.spec.hf_nemotron_h import write_nemotron_h
 from archscope.spec.hf_writers_base import HF_ACT, to_base, without
 from archscope.spec.resolved import differences
 from archscope.spec.schema import ModelSpec
 
-# FFN kinds that no class written here has: kind -> what has it instead
-_NO_HF_CLASS = {"relu2": "a two-matrix squared-ReLU MLP (transformers' NemotronH has one, but its "
-                         "layers are single Mamba, attention or MLP blocks, not what a spec "
-                         "describes)"}
+# FFN kinds that no class written here has after a mixer in the same layer: kind -> why
+_NO_HF_CLASS = {"relu2": "a squared-ReLU MLP in a layer with a mixer (transformers' NemotronH "
+                         "builds one only as a layer of its own: `mixer: none`)"}
 
 
 # a hybrid's class by its state mixer: Nemotron-H's layers are single blocks (a mixer or an
@@ -196,6 +196,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "gemma3_text": ("Gemma3ForCausalLM", write_gemma3_text),
     "llama4_text": ("Llama4ForCausalLM", to_llama4_text),
     "gpt2": ("GPT2LMHeadModel", _to_gpt2),
+    "nemotron_h": ("NemotronHForCausalLM", write_nemotron_h),
 }
 # every model type is both read and written, except those read as another class (kimi_k2) or
 # as a wrapper's text model (gemma3, llama4): they are written as that class
@@ -228,6 +229,8 @@ def spec_to_hf_config(spec: ModelSpec) -> dict:
 def _check_ffn_kinds(spec: ModelSpec) -> None:
     """Refuse, naming the key, an FFN kind that no class written here builds."""
     for layer in spec.plan:
+        if layer.mixer is None or layer.ffn is None:
+            continue
         if (what := _NO_HF_CLASS.get(layer.ffn.kind)) is not None:
             top = layer.ffn.kind == spec.ffn.kind
             raise SpecError(f"kind '{layer.ffn.kind}'{'' if top else f' (layer {layer.index})'} "

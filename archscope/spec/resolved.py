@@ -27,11 +27,13 @@ def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
     out = {(key, None): value for key, value in _flat(top).items()}
     for layer in spec.plan:
         a, f = layer.attention, layer.ffn
-        parts = {"attention": {**to_mapping(a), "n_kv_heads": a.kv_heads,
-                               "out_bias": a.has_out_bias}, "ffn": to_mapping(f),
-                 "position": to_mapping(layer.position)}
-        parts["ffn"]["kind"] = _SAME_NETWORK.get((f.kind, f.activation), f.kind)
-        if f.kind == "moe":
+        # a hybrid's layer lacks a part (None) or has the state mixer (model-wide: its kind)
+        parts = {"attention": a and {**to_mapping(a), "n_kv_heads": a.kv_heads,
+                                     "out_bias": a.has_out_bias}, "ffn": f and to_mapping(f),
+                 "position": to_mapping(layer.position), "mixer": layer.mixer and layer.mixer.kind}
+        if f is not None:
+            parts["ffn"]["kind"] = _SAME_NETWORK.get((f.kind, f.activation), f.kind)
+        if f is not None and f.kind == "moe":
             router = to_mapping(f.routing)
             if router["method"] == "greedy":  # the groups mean nothing then
                 router = {k: v for k, v in router.items() if k not in ("n_group", "topk_group")}

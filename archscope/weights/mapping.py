@@ -8,6 +8,7 @@ dims to archscope's [E, out, in].
 `alias` marks an older checkpoint name of a tensor another rule already maps: it is read, but
 `ours_to_hf` writes only the current name.
 `layout` names a re-arrangement between HF's tensor and ours (see LAYOUTS: gpt-oss's experts).
+`either`: the targets are alternatives, the one the model has is used (Nemotron-H's `norm`).
 Patterns use `{i}` for the layer index and `{p}` for the parameter name (weight or bias).
 
 MoE experts: transformers 5.x holds each layer's routed experts as two fused 3-D tensors,
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from archscope.errors import CheckpointError
+from archscope.weights.mapping_nemotron_h import NEMOTRON_H_ROWS
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Rule:
     split_dim: int = 0
     alias: bool = False
     layout: str | None = None  # a key of LAYOUTS
+    either: bool = False  # `ours` are alternatives: the model has exactly one of them
 
     def regex(self) -> re.Pattern:
         pattern = re.escape(self.hf).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
@@ -217,6 +220,7 @@ TABLES: dict[str, tuple[Rule, ...]] = {
     "mixtral": MIXTRAL, "granitemoe": GRANITEMOE, "deepseek_v2": DEEPSEEK_V2,
     "deepseek_v3": DEEPSEEK_V3, "glm4_moe": GLM4_MOE, "gpt_oss": GPT_OSS,
     "gemma3_text": GEMMA3_TEXT, "gemma3": GEMMA3, "llama4_text": LLAMA4, "llama4": LLAMA4_WRAPPED,
+    "nemotron_h": _rules(*NEMOTRON_H_ROWS),
 }
 
 
@@ -259,11 +263,12 @@ def hf_to_ours(table, hf_tensors: dict, our_shapes: dict) -> tuple[dict, list[st
             continue
         targets = [_fill(p, m) for p in rule.ours]
         tensor = _transposed(tensor, rule)
+        if rule.either:  # the one alternative the model has (none, or both: unmatched)
+            targets = [t for t in targets if t in our_shapes]
         if len(targets) == 1:
             ours[targets[0]] = tensor
             continue
-        missing = [t for t in targets if t not in our_shapes]
-        if missing:
+        if rule.either or any(t not in our_shapes for t in targets):
             unmatched.append(name)
             continue
         sizes = [our_shapes[t][rule.split_dim] for t in targets]
@@ -278,13 +283,14 @@ def ours_to_hf(table, our_tensors: dict) -> dict:
     for rule in table:
         if rule.alias:
             continue
-        first = re.compile(re.escape(rule.ours[0]).replace(r"\{i\}", r"(?P<i>\d+)")
-                           .replace(r"\{p\}", r"(?P<p>weight|bias)") + "$")
-        for name in our_tensors:
-            m = first.match(name)
-            if not m:
-                continue
-            parts = [our_tensors[_fill(p, m)] for p in rule.ours]
-            tensor = parts[0] if len(parts) == 1 else torch.cat(parts, dim=rule.split_dim)
-            out[_fill(rule.hf, m)] = _transposed(tensor, rule, to_hf=True).contiguous()
+        for ours in ([(o,) for o in rule.ours] if rule.either else [rule.ours]):
+            first = re.compile(re.escape(ours[0]).replace(r"\{i\}", r"(?P<i>\d+)")
+                               .replace(r"\{p\}", r"(?P<p>weight|bias)") + "$")
+            for name in our_tensors:
+                m = first.match(name)
+                if not m:
+                    continue
+                parts = [our_tensors[_fill(p, m)] for p in ours]
+                tensor = parts[0] if len(parts) == 1 else torch.cat(parts, dim=rule.split_dim)
+                out[_fill(rule.hf, m)] = _transposed(tensor, rule, to_hf=True).contiguous()
     return out
