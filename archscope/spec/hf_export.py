@@ -22,6 +22,7 @@ from archscope.spec.hf_import import EXTRA_KEY, READERS, mapping_from_raw
 from archscope.spec.hf_keys import CLASS_OF
 from archscope.spec.hf_llama4 import llama4_structure, to_llama4_text
 from archscope.spec.hf_nemotron_h import write_nemotron_h
+from archscope.spec.hf_qwen3_next import write_qwen3_next
 from archscope.spec.hf_writers_base import HF_ACT, to_base, without
 from archscope.spec.resolved import differences
 from archscope.spec.schema import ModelSpec
@@ -197,6 +198,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "llama4_text": ("Llama4ForCausalLM", to_llama4_text),
     "gpt2": ("GPT2LMHeadModel", _to_gpt2),
     "nemotron_h": ("NemotronHForCausalLM", write_nemotron_h),
+    "qwen3_next": ("Qwen3NextForCausalLM", write_qwen3_next),
 }
 # every model type is both read and written, except those read as another class (kimi_k2) or
 # as a wrapper's text model (gemma3, llama4): they are written as that class

@@ -18,6 +18,7 @@ from archscope.spec.hf_readers_base import (_act, _divides, _llama, _moe, _multi
                                            _windows)
 from archscope.spec.hf_llama4 import llama4, llama4_text
 from archscope.spec.hf_nemotron_h import read_nemotron_h
+from archscope.spec.hf_qwen3_next import read_qwen3_next
 
 
 def _mistral(c: Keys) -> dict:  # Llama + a sliding window, no bias switches
@@ -173,4 +174,5 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "llama4": llama4,  # the multimodal wrapper: its text_config (written as llama4_text)
     "gpt2": _gpt2,
     "nemotron_h": read_nemotron_h,
+    "qwen3_next": read_qwen3_next,
 }

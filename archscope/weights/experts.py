@@ -37,6 +37,7 @@ PER_EXPERT = {
 PER_EXPERT["deepseek_v3"] = PER_EXPERT["deepseek_v2"]  # DeepSeek-V3 as published: the same
 PER_EXPERT["glm4_moe"] = PER_EXPERT["deepseek_v2"]  # GLM-4.5 as published: the same names
 PER_EXPERT["qwen3_moe"] = PER_EXPERT["deepseek_v2"]  # Qwen3-MoE as published: the same names
+PER_EXPERT["qwen3_next"] = PER_EXPERT["deepseek_v2"]  # Qwen3-Next as published: the same names
 RENAMED = {"mixtral": [("model.layers.{i}.block_sparse_moe.gate.weight",
                         "model.layers.{i}.mlp.gate.weight")]}
 

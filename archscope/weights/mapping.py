@@ -27,6 +27,7 @@ import torch
 
 from archscope.errors import CheckpointError
 from archscope.weights.mapping_nemotron_h import NEMOTRON_H_ROWS
+from archscope.weights.mapping_qwen3_next import QWEN3_NEXT_ROWS
 
 
 @dataclass(frozen=True)
@@ -221,6 +222,7 @@ TABLES: dict[str, tuple[Rule, ...]] = {
     "deepseek_v3": DEEPSEEK_V3, "glm4_moe": GLM4_MOE, "gpt_oss": GPT_OSS,
     "gemma3_text": GEMMA3_TEXT, "gemma3": GEMMA3, "llama4_text": LLAMA4, "llama4": LLAMA4_WRAPPED,
     "nemotron_h": _rules(*NEMOTRON_H_ROWS),
+    "qwen3_next": QWEN3 + MOE + _rules(*QWEN3_NEXT_ROWS),
 }
 
 

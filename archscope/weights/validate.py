@@ -96,17 +96,19 @@ def without_mtp(ckpt: CheckpointFiles, n_layers: int, mtp_layers: int) -> Checkp
     num_nextn_predict_layers): DeepSeek-V3 and GLM-4.5 store them as decoder layers numbered
     after the model's, model.layers.<n_layers ...>.*. Neither transformers' class nor
     archscope's model builds them, so they are skipped with a SkippedMTPWarning; a layer past
-    those stays unexpected (the check stays strict)."""
+    those stays unexpected (the check stays strict). Qwen3-Next stores them apart, under
+    `mtp.*` (its class drops ^mtp.* on load): skipped the same way."""
     layer = re.compile(r"model\.layers\.(\d+)\.")
     mtp = [name for name in ckpt.tensors if (m := layer.match(name))
-           and n_layers <= int(m[1]) < n_layers + mtp_layers]
+           and n_layers <= int(m[1]) < n_layers + mtp_layers
+           or mtp_layers and name.startswith("mtp.")]
     if not mtp:
         return ckpt
     warnings.warn(SkippedMTPWarning(
         f"{ckpt.folder}: skipped {len(mtp):,} tensors of the {mtp_layers} multi-token-prediction "
         f"module(s) (model.layers.{n_layers}"
-        f"{'' if mtp_layers == 1 else f'..{n_layers + mtp_layers - 1}'}.*), which the model "
-        "does not run"), stacklevel=3)
+        f"{'' if mtp_layers == 1 else f'..{n_layers + mtp_layers - 1}'}.* or mtp.*), which the "
+        "model does not run"), stacklevel=3)
     skipped = set(mtp)
     kept = {k: v for k, v in ckpt.tensors.items() if k not in skipped}
     return dataclasses.replace(ckpt, tensors=kept)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from archscope.claims.quantities.registry import attn_of, quantity, uniform
 from archscope.errors import InputError
 from archscope.estimate import COMPONENTS, model_record, nbytes
+from archscope.estimate.flops import MIXER_COMPONENTS
 from archscope.estimate.kv_cache import (decompressed_elements_per_token,
                                          kv_elements_per_token, mha_elements_per_token)
 from archscope.estimate.params import GROUPS, group_of
@@ -198,13 +199,16 @@ def attention_scores_bytes(spec, seq_len, dtype, heads=None, batch=1):
 
 # --- FLOPs --------------------------------------------------------------------------------
 
+_ALL = COMPONENTS + MIXER_COMPONENTS  # a hybrid's state mixers' FLOPs are part of the total
+
+
 def _flop_keys(components) -> list[str]:
-    keys = list(COMPONENTS) if components is None else \
+    keys = list(_ALL) if components is None else \
         [components] if isinstance(components, str) else list(components)
     for key in keys:
-        if key not in COMPONENTS:
-            raise InputError(f"unknown FLOP component {key!r}{did_you_mean(key, COMPONENTS)}; "
-                             f"expected some of {', '.join(COMPONENTS)}")
+        if key not in _ALL:
+            raise InputError(f"unknown FLOP component {key!r}{did_you_mean(key, _ALL)}; "
+                             f"expected some of {', '.join(_ALL)}")
     return keys
 
 
@@ -217,7 +221,7 @@ def _decode(spec, context, keys) -> int:
                              "`context`")
         context = 1
     count = record_at(spec, context).at(context).decode
-    return sum(count.by_component[k] for k in keys)
+    return sum(count.by_component.get(k, 0) for k in keys)  # mixer keys: hybrids only
 
 
 @quantity("decode_flops", "FLOPs")
@@ -241,7 +245,7 @@ def decode_flops_per_layer(spec, context=None, components=("attention_proj", "at
 def prefill_flops_q(spec, seq_len, attention="causal", components=None):
     """A causal (or full) forward over seq_len tokens, one sequence."""
     count = record_at(spec, seq_len, attention=attention).at(seq_len).prefill
-    return sum(count.by_component[k] for k in _flop_keys(components))
+    return sum(count.by_component.get(k, 0) for k in _flop_keys(components))
 
 
 @quantity("training_flops_per_token", "FLOPs")

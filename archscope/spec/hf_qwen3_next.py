@@ -1,0 +1,159 @@
+"""Qwen3-Next (transformers' qwen3_next, Qwen3NextForCausalLM) config.json <-> spec, both ways.
+
+Qwen3-Next = Qwen3-MoE's skeleton (per-head QK-norm, softmax top-k router renormalised or not
+by norm_topk_prob, dense layers where mlp_only_layers / decoder_sparse_step say) with:
+- a Gated DeltaNet state mixer (`mixer`, linear_* keys) on the `linear_attention` layers and
+  attention on the `full_attention` ones (`layer_types`, else every full_attention_interval-th
+  layer): in the spec, `mixer: attention` overrides on those layers;
+- gated attention (attention.output_gate: q_proj twice as wide, a sigmoid gate per channel)
+  rotating the first int(head_dim * partial_rotary_factor) dims of each head
+  (attention.rotary_fraction; Qwen3NextConfig's default 0.25);
+- every RMSNorm (QK-norm included) scaling by (1 + weight) (norm.unit_offset), except the
+  DeltaNet's own gated norm, a plain weight (nn/gated_deltanet.py);
+- one shared expert of shared_expert_intermediate_size (n_shared_experts 1, d_shared when it is
+  not moe_intermediate_size) behind a sigmoid gate (ffn.shared_gate).
+The checkpoints ship multi-token-prediction weights (`mtp.*`), which Qwen3NextConfig has no key
+for: `num_nextn_predict_layers` is read (absent: 0) and written when the spec has some.
+"""
+
+from __future__ import annotations
+
+from archscope.errors import SpecError
+from archscope.spec.gated_deltanet import HF_KEYS as MIXER_KEYS
+from archscope.spec.hf_gpt_oss import _sliding_select
+from archscope.spec.hf_keys import FIELD, SPEC_TO_HF, Defaulted, Keys, what
+from archscope.spec.hf_readers_base import _act, _base, _heads, _select
+from archscope.spec.hf_writers_base import HF_ACT, to_base
+from archscope.spec.schema import ModelSpec
+
+# config.json key -> the spec field whose limit applies (hf_keys.FIELD)
+FIELD.update(MIXER_KEYS, full_attention_interval="n_layers",
+             shared_expert_intermediate_size="d_shared")
+# spec key -> the config.json key it is read from (hf_keys.hf_key)
+SPEC_TO_HF["qwen3_next"] = {
+    **SPEC_TO_HF["qwen3_moe"], "attention.rotary_fraction": "partial_rotary_factor",
+    "ffn.d_shared": "shared_expert_intermediate_size", "layers": "layer_types",
+    "mtp_layers": "num_nextn_predict_layers",
+    **{f"mixer.{field}": key for key, field in MIXER_KEYS.items()}}
+
+_PARTIAL, _PARTIAL_DEFAULT = "partial_rotary_factor", 0.25  # Qwen3NextConfig.__post_init__'s
+_INTERVAL, _INTERVAL_DEFAULT = "full_attention_interval", 4  # the same (popped, no field)
+_TYPES = ("linear_attention", "full_attention")
+
+
+def _class_default(c: Keys, key: str, value):
+    """A key Qwen3NextConfig defaults in __post_init__ (no dataclass field, so the class
+    default lookup cannot see it): noted as defaulted here."""
+    c.defaulted.setdefault(key, Defaulted(key, value, c.where))
+    return value
+
+
+def _rotary_fraction(c: Keys) -> float:
+    """partial_rotary_factor from rope_parameters (transformers 5 saves it there), the older
+    rope_scaling, or the top level; else the class's 0.25."""
+    for section in ("rope_parameters", "rope_scaling"):
+        params = c.mapping(section)
+        if params.get(_PARTIAL) is not None:
+            return c.number(f"{section}.{_PARTIAL}", value=params[_PARTIAL])
+    if c.raw.get(_PARTIAL) is not None:
+        return c.number(_PARTIAL)
+    return _class_default(c, _PARTIAL, _PARTIAL_DEFAULT)
+
+
+def _layer_types(c: Keys, n: int) -> list[str]:
+    types = c.get("layer_types", None)
+    if types is None:  # Qwen3NextConfig's rule: layer i attends when (i + 1) % interval == 0
+        interval = (c.size(_INTERVAL) if _INTERVAL in c.raw
+                    else _class_default(c, _INTERVAL, _INTERVAL_DEFAULT))
+        types = [_TYPES[(i + 1) % interval == 0] for i in range(n)]
+    if not isinstance(types, list) or len(types) != n:
+        raise c.error("layer_types", f"expected a list of {n} strings (num_hidden_layers), "
+                                     f"each {' or '.join(_TYPES)}, {what(types)}")
+    for i, t in enumerate(types):
+        if not isinstance(t, str) or t not in _TYPES:
+            raise c.error(f"layer_types[{i}]", f"expected {' or '.join(_TYPES)} (Qwen3-Next's "
+                                               f"two layer types), {what(t)}")
+    return types
+
+
+def _ffn(c: Keys, n: int) -> tuple[dict | None, dict | None, list[int]]:
+    """(the dense MLP, the MoE, the dense layers) by Qwen3NextDecoderLayer's rule: MoE when the
+    layer is not in mlp_only_layers, num_experts > 0 and (i + 1) % decoder_sparse_step == 0.
+    intermediate_size sizes the dense layers only (none: not read, so no default is noted)."""
+    experts = c.size("num_experts", least=0)
+    step, only = c.size("decoder_sparse_step"), c.indices("mlp_only_layers", n)
+    dense = [i for i in range(n) if i in only or not experts or (i + 1) % step]
+    act = _act(c)
+    mlp = {"kind": "swiglu", "d_ff": c.size("intermediate_size"), "activation": act} \
+        if dense else None
+    if len(dense) == n:
+        return mlp, None, dense
+    k = c.size("num_experts_per_tok")
+    if k > experts:
+        raise c.error("num_experts_per_tok", f"top-k ({k}) cannot exceed num_experts ({experts})")
+    return mlp, {"kind": "moe", "activation": act, "n_experts": experts, "top_k": k,
+                 "d_expert": c.size("moe_intermediate_size"), "n_shared_experts": 1,
+                 "d_shared": c.size("shared_expert_intermediate_size"), "shared_gate": True,
+                 "router": {"normalize": c.flag("norm_topk_prob")}}, dense
+
+
+def read_qwen3_next(c: Keys) -> dict:
+    base = _base(c, read_elsewhere=(_PARTIAL,))
+    base["norm"]["unit_offset"] = True  # Qwen3NextRMSNorm: (1 + weight), every one of them
+    heads, kv, head_dim = _heads(c, base["d_model"])
+    n = base["n_layers"]
+    mixer = {"kind": "gated_deltanet", **{field: c.size(key) for key, field in MIXER_KEYS.items()}}
+    if mixer["n_value_heads"] % mixer["n_key_heads"]:  # the fused projections' per-key layout
+        raise c.error("linear_num_value_heads", f"must be a multiple of linear_num_key_heads "
+                                                f"({mixer['n_key_heads']}), "
+                                                f"{what(mixer['n_value_heads'])}")
+    mlp, moe, dense = _ffn(c, n)
+    out = {**base, "mixer": mixer, "ffn": moe or mlp,
+           "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim,
+                         "bias": c.flag("attention_bias"), "qk_norm": "head",
+                         "output_gate": True, "rotary_fraction": _rotary_fraction(c)},
+           "mtp_layers": c.size("num_nextn_predict_layers", least=0, fallback=0)}
+    attends = [i for i, t in enumerate(_layer_types(c, n)) if t == "full_attention"]
+    layers = []
+    if len(attends) == n:  # no state mixer at all: a plain (gated) attention stack
+        del out["mixer"]
+    elif attends:  # (none: the spec's attention is then used by no layer, as the class's)
+        layers.append({"select": _sliding_select(attends, n), "mixer": "attention"})
+    if dense and moe:
+        layers.append({"select": _select(dense), "ffn": mlp})
+    return {**out, "layers": layers} if layers else out
+
+
+def write_qwen3_next(s: ModelSpec) -> dict:
+    """Qwen3NextConfig's keys for `s`; what the class cannot build comes back different from
+    the read-back (hf_export names the key), except what must be refused first."""
+    for layer in s.plan:
+        if layer.mixer is None or layer.ffn is None:
+            raise SpecError(f"layer {layer.index} has no {'mixer' if layer.mixer is None else 'FFN'}"
+                            ": every Qwen3-Next layer has a mixer and an FFN", key="layers")
+    if s.mixer is not None and s.mixer.kind != "gated_deltanet":
+        raise SpecError(f"Qwen3-Next's state mixer is gated_deltanet, not {s.mixer.kind!r}",
+                        key="mixer.kind")
+    a = s.attention
+    base = to_base(s)
+    base["rope_parameters"][_PARTIAL] = a.rotary_fraction or 1.0
+    moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
+    dense = [layer for layer in s.plan if not layer.is_moe]
+    out = {**base, "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
+           "head_dim": a.head_dim, "attention_bias": a.bias,
+           "hidden_act": HF_ACT[(moe or s.plan[0].ffn).activation],
+           "layer_types": [_TYPES[layer.state is None] for layer in s.plan],
+           "intermediate_size": dense[0].ffn.d_ff if dense else None,
+           "decoder_sparse_step": 1, "mlp_only_layers": [layer.index for layer in dense],
+           "num_experts": moe.n_experts if moe else 0}
+    if s.mixer is not None:
+        out.update({key: getattr(s.mixer, field) for key, field in MIXER_KEYS.items()})
+    if out["intermediate_size"] is None:
+        del out["intermediate_size"]  # no dense layer: the class default, which none uses
+    if moe is not None:
+        out.update({"num_experts_per_tok": moe.top_k, "moe_intermediate_size": moe.d_expert,
+                    "shared_expert_intermediate_size": moe.shared_width,
+                    "norm_topk_prob": moe.routing.normalize})
+    if s.mtp_layers:
+        out["num_nextn_predict_layers"] = s.mtp_layers
+    return out
