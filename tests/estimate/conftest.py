@@ -75,10 +75,11 @@ def _shrink_ffn(f: dict) -> dict:
     return out
 
 
-# State mixers: several heads and groups kept, scan chunks of 4 (a 10-token prompt spans three)
+# State mixers: several heads and groups kept; Mamba-2's scan in chunks of 4 (a 10-token
+# prompt spans three). The Gated DeltaNet keeps its 64: transformers' class has no key for it
+# and always scans in chunks of 64, so the export refuses another.
 _MIXER = {"mamba2": {"n_heads": 4, "head_dim": 8, "d_state": 8, "chunk_size": 4},
-          "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8,
-                             "chunk_size": 4}}
+          "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8}}
 
 
 def _shrink_mixer(x: dict) -> dict:
