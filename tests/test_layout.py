@@ -60,13 +60,14 @@ LAYERS: dict[str, set[str] | str] = {
     "devices": {"errors"},  # torch/psutil only: device names and free memory
     "spec": PURE,  # no torch: YAML and config.json <-> ModelSpec
     "kinds": {"spec"} | PURE,  # names torch modules by import path, never imports them
-    "estimate": {"kinds", "spec"} | PURE,  # no torch (tests/estimate/test_summary.py checks)
+    # no torch (tests/estimate/test_summary.py checks); the fit estimates read the catalog
+    "estimate": {"kinds", "spec", "hardware"} | PURE,
     "hardware": {"errors"},  # the cited accelerator catalog; the CPU probe imports torch lazily
     "nn": {"kinds", "spec", "devices"} | PURE,
     "weights": {"nn", "kinds", "spec", "devices"} | PURE,
-    "measure": {"nn", "estimate", "weights", "kinds", "spec", "devices"} | PURE,
+    "measure": {"nn", "estimate", "weights", "kinds", "spec", "devices", "hardware"} | PURE,
     "claims": {"estimate", "kinds", "spec"} | PURE,
-    "report": {"estimate", "measure", "claims", "kinds", "spec"} | PURE,
+    "report": {"estimate", "measure", "claims", "kinds", "spec", "hardware"} | PURE,
     "cli": ANY,
 }
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from archscope.cli.group import cli
+from archscope.cli.fit import gpu_option
 from archscope.cli.options import (_echo_json, _estimate_options, _record, _set_option,
                                    format_option, labelled_row, split_model_overrides)
 from archscope.errors import InputError
@@ -86,9 +87,11 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
 @_set_option
 @click.option("--verify", is_flag=True,
               help="Also count each model built on the meta device; exit 1 on any mismatch.")
+@gpu_option("Also fit each model on one GPU of this name (`archscope hardware`): fits, "
+            "weights per GPU, cache per sequence, concurrent sequences, TTFT, TPOT, tokens/s.")
 @format_option("markdown", "csv", "json", default="table")
 def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, overrides,
-            verify, fmt):
+            verify, gpu, fmt):
     """Models side by side: parameters, KV cache, FLOPs and weights, from their specs.
 
     With no MODEL, every preset. A MODEL may carry its own what-ifs, MODEL:KEY=VALUE[,...],
@@ -102,6 +105,7 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
       archscope compare llama-3.2-1b mistral-7b-v0.1 deepseek-v2 --seq-len 32768
       archscope compare llama-3.2-1b llama-3.2-1b:attention.n_kv_heads=32   # what GQA saves
       archscope compare deepseek-v2 --mla-flops recompute --format json
+      archscope compare llama-3.1-8b qwen3-8b --gpu h100-sxm --seq-len 32768
     """
     from archscope.spec import preset_names
 
@@ -116,10 +120,15 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
 
         for spec, record in zip(specs, records):
             record["params_counted"] = counted_params(spec)
+    if gpu:
+        _add_fits(specs, records, gpu, seq_len, batch, dtype, kv_dtype)
     if fmt == "json":
         _echo_json(records)
     else:
-        from archscope.report.terminal.compare import render
+        if gpu:
+            from archscope.report.terminal.compare_fit import render
+        else:
+            from archscope.report.terminal.compare import render
 
         rows = [{k: v for k, v in r.items() if k != "overrides"} for r in records]  # in the label
         click.echo(render(rows, "table" if fmt == "text" else fmt), nl=False)
@@ -129,6 +138,18 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
                    f"{r['params_counted']:,}", err=True)
     if wrong:
         sys.exit(1)
+
+
+def _add_fits(specs, records, gpu, seq_len, batch, dtype, kv_dtype) -> None:
+    """Each record's `fit`: the model on one `gpu` at the row's conventions (estimate/fit.py);
+    every fit is computed before anything is printed."""
+    from archscope.estimate.fit import Setup, fit
+    from archscope.hardware import get_hardware
+
+    hw = get_hardware(gpu)
+    setup = Setup(weight_format=dtype, kv_dtype=kv_dtype, context=seq_len, batch=batch)
+    for spec, record in zip(specs, records):
+        record["fit"] = fit(spec, hw, setup).row()
 
 
 def _load_labelled(arg: str, overrides) -> tuple:

@@ -1,0 +1,98 @@
+"""`archscope fit`: will a model fit, how long a context, how many sequences, how fast."""
+
+from __future__ import annotations
+
+import click
+
+from archscope.cli.group import cli
+from archscope.cli.options import (ANALYTIC_DTYPES, _echo_json, _set_option, batch_option,
+                                   dtype_option, format_option)
+
+# The formats the catalog table shows when --weight-format does not pick one.
+CATALOG_FORMATS = ("bf16", "fp8", "int4-g128", "nvfp4", "mxfp4", "q4_k_m")
+
+
+def gpu_option(help: str):
+    return click.option("--gpu", default=None, metavar="NAME", help=help)
+
+
+@cli.command("fit")
+@click.argument("model")
+@gpu_option("A catalog part (`archscope hardware`) or cpu. Without it: the catalog table, "
+            "which GPUs and how many hold the model in each format.")
+@click.option("--n-gpus", type=click.IntRange(min=1), default=1, show_default=True,
+              help="GPUs of that kind: --n-gpus / --tp replicas of a --tp group.")
+@click.option("--weight-format", default=None, metavar="FORMAT",
+              help="Weight storage format: bf16, fp16, fp8, fp8-block, int8, int4-g128, nvfp4, "
+                   "mxfp4, mxfp4-experts, q8_0, q6_k, q5_k_m, q4_k_m [default: bf16; the "
+                   "catalog table: a few common ones].")
+@dtype_option(ANALYTIC_DTYPES, name="--kv-dtype", what="the KV cache",
+              default_help="[default: bf16 (fp16 / fp32 with those weights)]")
+@click.option("--context", type=click.IntRange(min=1), default=None,
+              help="Context length of every sequence [default: 8,192 or the model's maximum].")
+@batch_option
+@click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True),
+              default=0.9, show_default=True,
+              help="Fraction of each GPU's memory for weights and cache (vLLM's default); the "
+                   "rest is the activation and workspace reserve.")
+@click.option("--tp", type=click.IntRange(min=1), default=None,
+              help="Tensor-parallel GPUs per replica [default: --n-gpus].")
+@click.option("--ep", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Expert-parallel groups the routed experts are spread over (divides --tp).")
+@click.option("--bandwidth-fraction", type=float, default=None,
+              help="Achievable fraction of peak memory bandwidth [default: the cited figure "
+                   "in archscope/hardware/achievable.yaml].")
+@click.option("--compute-fraction", type=float, default=None,
+              help="Achievable fraction of dense peak FLOP/s [default: as above].")
+@_set_option
+@format_option("json", default="text")
+def fit_cmd(model, gpu, n_gpus, weight_format, kv_dtype, context, batch, gpu_memory_utilization,
+            tp, ep, bandwidth_fraction, compute_fraction, overrides, fmt):
+    """Will MODEL fit on --gpu, with what context, how many concurrent sequences, and how fast
+    (roofline time to first token and per output token at achievable fractions of peak).
+
+    \b
+    Examples:
+      archscope fit llama-3.1-8b --gpu h100-sxm --context 8192
+      archscope fit qwen3-30b-a3b --gpu h100-sxm --weight-format fp8 --batch 32
+      archscope fit deepseek-v3 --gpu h200 --n-gpus 8 --weight-format fp8-block --ep 8
+      archscope fit gpt-oss-120b                  # which GPUs hold it, in which format
+    """
+    from archscope.spec import load_spec
+
+    spec = load_spec(model, overrides)
+    if gpu is None:
+        _catalog(spec, weight_format, context, fmt)
+        return
+    from archscope.estimate.fit import Setup, fit
+    from archscope.hardware import get_hardware
+
+    setup = Setup(n_gpus=n_gpus, tp=tp, ep=ep, weight_format=weight_format or "bf16",
+                  kv_dtype=kv_dtype, context=context, batch=batch,
+                  gpu_memory_utilization=gpu_memory_utilization,
+                  bandwidth_fraction=bandwidth_fraction, compute_fraction=compute_fraction)
+    result = fit(spec, get_hardware(gpu), setup)
+    if fmt == "json":
+        _echo_json(result.row())
+    else:
+        from archscope.report.terminal.fit import fit_text
+
+        click.echo(fit_text(result), nl=False)
+
+
+def _catalog(spec, weight_format, context, fmt) -> None:
+    """Every catalog part x format: the fewest GPUs that hold the model at the context."""
+    from archscope.estimate.fit import DEFAULT_CONTEXT, min_gpus
+    from archscope.estimate.formats import weight_format as known
+    from archscope.hardware import catalog
+
+    formats = [known(weight_format).name] if weight_format else list(CATALOG_FORMATS)
+    context = context or min(DEFAULT_CONTEXT, spec.max_seq_len)
+    cells = min_gpus(spec, list(catalog().values()), formats, context)
+    if fmt == "json":
+        _echo_json([{"model": spec.name, "gpu": g, "weight_format": f, "context": context,
+                     "min_gpus": n} for (g, f), n in cells.items()])
+    else:
+        from archscope.report.terminal.fit import catalog_text
+
+        click.echo(catalog_text(spec.name, context, formats, cells), nl=False)

@@ -1,0 +1,59 @@
+"""`archscope fit --format json`: one FitResult as a flat, JSON-ready object.
+
+Byte counts and sequence / token counts are integers; times are milliseconds (floats). The
+keys README names are fits, weights_bytes_per_gpu, cache_bytes_per_sequence, max_context,
+max_concurrent_sequences, ttft_ms, tpot_ms, decode_tokens_per_s and bound; the rest say how
+they were reached (the parts of the cache, the collectives, the fractions and their sources).
+"""
+
+from __future__ import annotations
+
+
+def _ms(seconds: float) -> float:
+    return round(1e3 * seconds, 4)
+
+
+def _phase(phase) -> dict:
+    return {"ms": _ms(phase.seconds), "bound": phase.bound, "flops_per_gpu": round(phase.flops),
+            "bytes_per_gpu": round(phase.bytes),
+            "collective_bytes_per_gpu": round(phase.collective_bytes),
+            "compute_ms": _ms(phase.compute_s), "memory_ms": _ms(phase.memory_s),
+            "interconnect_ms": _ms(phase.interconnect_s)}
+
+
+def fit_row(f) -> dict:
+    """The JSON object of FitResult `f` (estimate/fit.py)."""
+    s, sp, hw, r = f.setup, f.split, f.hardware, f.rates
+    return {
+        "model": f.model, "gpu": hw.name, "n_gpus": s.n_gpus, "tp": s.tp, "ep": s.ep,
+        "replicas": f.replicas, "weight_format": s.weight_format, "kv_dtype": s.kv_dtype,
+        "context": s.context, "batch": s.batch,
+        "gpu_memory_utilization": s.gpu_memory_utilization,
+        "fits": f.fits, "weights_fit": f.weights_fit,
+        "memory_bytes_per_gpu": hw.memory_bytes, "usable_bytes_per_gpu": f.usable_bytes_per_gpu,
+        "weights_bytes_per_gpu": sp.weights_bytes_per_gpu,
+        "cache_budget_bytes_per_gpu": f.cache_budget_bytes_per_gpu,
+        "cache_bytes_per_sequence": f.cache_bytes_per_sequence,
+        "kv_bytes_per_sequence": f.kv_bytes_per_sequence,
+        "state_bytes_per_sequence": f.state_bytes_per_sequence,
+        "model_cache_bytes_per_sequence": f.model_cache_bytes_per_sequence,
+        "cache_block_tokens": 16,
+        "max_context": f.max_context, "max_context_limit": f.max_context_limit,
+        "max_concurrent_sequences": f.max_concurrent_sequences,
+        "max_concurrent_sequences_per_replica": f.sequences_per_replica,
+        "ttft_ms": _ms(f.prefill.seconds), "tpot_ms": _ms(f.decode.seconds),
+        "decode_tokens_per_s": round(f.decode_tokens_per_s, 3),
+        "bound": {"ttft": f.prefill.bound, "tpot": f.decode.bound},
+        "prefill": _phase(f.prefill), "decode": _phase(f.decode),
+        "collective_bytes_per_token": {"all_reduce": sp.allreduce_bytes_per_token,
+                                       "all_to_all": sp.all_to_all_bytes_per_token,
+                                       "logits_gather": sp.logits_gather_bytes_per_token},
+        "replicated_tensors": list(sp.replicated),
+        "compute_dtype": r.dtype,
+        "achieved_flops_per_s": r.flops_per_s, "achieved_bandwidth_bytes_per_s": r.bytes_per_s,
+        "interconnect_one_way_bytes_per_s": r.link_bytes_per_s,
+        "fractions": {"bandwidth": f.fractions.bandwidth, "compute": f.fractions.compute,
+                      "bandwidth_source": f.fractions.bandwidth_source,
+                      "compute_source": f.fractions.compute_source},
+        "hardware_source": hw.source_url or hw.source_title,
+    }

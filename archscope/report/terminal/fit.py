@@ -1,0 +1,83 @@
+"""`archscope fit`: one setup's answer, or the catalog's "which GPUs, how many", as text."""
+
+from __future__ import annotations
+
+from archscope.report.fmt import commas, text_table
+
+
+def _gb(nbytes: float) -> str:
+    return f"{nbytes / 1e9:,.2f} GB"
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:,.2f} ms"
+
+
+def _phase(phase) -> str:
+    link = f" + interconnect {_ms(phase.interconnect_s)}" if phase.interconnect_s else ""
+    return (f"{_ms(phase.seconds)} ({phase.bound}-bound: compute {_ms(phase.compute_s)}, "
+            f"memory {_ms(phase.memory_s)}{link})")
+
+
+def _setup(f) -> str:
+    s = f.setup
+    split = f"tp {s.tp}" + (f", ep {s.ep}" if s.ep > 1 else "")
+    replicas = f", {f.replicas} replicas" if f.replicas > 1 else ""
+    return (f"{f.model} on {s.n_gpus} x {f.hardware.name} ({split}{replicas}), weights "
+            f"{s.weight_format}, KV cache {s.kv_dtype}, context {commas(s.context)}, "
+            f"batch {s.batch}")
+
+
+def fit_text(f) -> str:
+    """A FitResult (estimate/fit.py) for people."""
+    s, sp = f.setup, f.split
+    state = (f" (KV {_gb(f.kv_bytes_per_sequence)} + constant state "
+             f"{_gb(f.state_bytes_per_sequence)})" if f.state_bytes_per_sequence else "")
+    verdict = "fits" if f.fits else ("weights do not fit" if not f.weights_fit
+                                     else f"only {f.sequences_per_replica} sequences fit")
+    rows = [
+        ["verdict", verdict],
+        ["weights per GPU", f"{_gb(sp.weights_bytes_per_gpu)} of {_gb(f.usable_bytes_per_gpu)} "
+                            f"usable ({s.gpu_memory_utilization:g} x "
+                            f"{_gb(f.hardware.memory_bytes)})"],
+        ["left for the cache", _gb(f.cache_budget_bytes_per_gpu) + " per GPU"],
+        ["cache per sequence", f"{_gb(f.cache_bytes_per_sequence)} per GPU{state}"],
+        ["longest context, batch 1", f"{commas(f.max_context)} tokens"
+                                     + (" (the model's max_seq_len)"
+                                        if f.max_context_limit == "model" else "")],
+        ["concurrent sequences", f"{commas(f.max_concurrent_sequences)} at "
+                                 f"{commas(s.context)} tokens"],
+        ["time to first token", _phase(f.prefill)],
+        ["time per output token", _phase(f.decode)],
+        ["decode tokens/s", f"{f.decode_tokens_per_s:,.1f} ({s.batch} x {f.replicas} "
+                            f"sequences)"],
+    ]
+    if sp.collective_bytes_per_token:
+        rows.append(["collectives per token", f"{commas(sp.allreduce_bytes_per_token)} B "
+                     f"all-reduce + {commas(sp.all_to_all_bytes_per_token)} B all-to-all "
+                     f"per GPU"])
+    notes = [
+        f"Roofline at {f.fractions.bandwidth:g} of peak bandwidth and {f.fractions.compute:g} "
+        f"of dense {f.rates.dtype} peak ({f.hardware.name}).",
+        f"  bandwidth fraction: {f.fractions.bandwidth_source}",
+        f"  compute fraction: {f.fractions.compute_source}",
+        "Cache paged in 16-token blocks; the reserve (1 - utilisation) holds activations and "
+        "workspace; GB = 10^9 bytes.",
+    ]
+    if sp.replicated:
+        notes.append(f"Replicated on every GPU: {', '.join(sp.replicated)}"
+                     + ("; MLA's latent cache is not split by heads: every GPU holds all of it."
+                        if any(h is None for h in sp.kv_heads_per_gpu) and s.tp > 1 else "."))
+    return "\n".join([_setup(f), *text_table(rows), "", *notes]) + "\n"
+
+
+def catalog_text(model: str, context: int, formats: list[str], cells: dict) -> str:
+    """cells[(gpu, format)] -> the fewest GPUs that hold the model, or None."""
+    gpus = list(dict.fromkeys(g for g, _ in cells))
+    head = ["gpu", *formats]
+    rows = [head] + [[g, *(f"{cells[(g, fmt)]}x" if cells[(g, fmt)] else "-" for fmt in formats)]
+                     for g in gpus]
+    return (f"{model}: GPUs needed (tensor-parallel over 1, 2, 4 or 8) for the weights and one "
+            f"sequence of {commas(context)} tokens, at 0.9 of memory\n"
+            + "\n".join(text_table(rows, right=set(range(1, len(head))))) + "\n"
+            + "  - = more than 8, or no split of 2, 4 or 8 divides the model.\n")
