@@ -1,5 +1,6 @@
 """The committed inputs the reports are built from, beside the specs: the claims transcriptions
-(reports/claims/*.yaml) and the measured profile runs (reports/data/profile-*.json).
+(reports/claims/*.yaml), the measured profile runs (reports/data/profile-*.json) and the CPU
+calibration (reports/data/calibration/).
 
 They default to the repository's own reports/ folder (next to model_specs/), whatever `--out`
 says, so `archscope report --out DIR` rebuilds the whole tree anywhere; and they are copied into
@@ -11,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 REPORTS_DIR = Path(__file__).resolve().parents[2] / "reports"
-GENERATED_DATA = "estimates.json"  # written by the report itself, not an input
+# written by the report itself, not inputs
+GENERATED_DATA = ("estimates.json", "deployment.json")
 
 
 def default_claims_dir() -> Path:
@@ -28,6 +30,8 @@ def input_files(claims_dir: Path, data_dir: Path) -> dict[str, bytes]:
     if claims_dir.is_dir():
         files.update({f"claims/{p.name}": p.read_bytes() for p in sorted(claims_dir.glob("*.yaml"))})
     if data_dir.is_dir():
-        files.update({f"data/{p.name}": p.read_bytes() for p in sorted(data_dir.glob("*.json"))
-                      if p.name != GENERATED_DATA})
+        # with the calibration runs' data (data/calibration/, benchmarks/calibrate_cpu.py)
+        files.update({f"data/{p.relative_to(data_dir).as_posix()}": p.read_bytes()
+                      for p in sorted(data_dir.rglob("*.json"))
+                      if p.relative_to(data_dir).as_posix() not in GENERATED_DATA})
     return files

@@ -14,12 +14,15 @@ from archscope.report.pages.comparison import comparison_page
 from archscope.report.costs import (DIVE_LENGTHS, below_context, cost_record, details_record,
                                     report_record)
 from archscope.report.pages.deep_dive import deep_dive_page
+from archscope.report.pages.deployment import SETUPS, deployment_section
+from archscope.report.pages.markdown import GENERATED, page
 from archscope.report.figure_set import PATHS, all_figures
 from archscope.report.pages.profiles import profiles_page
 from archscope.report.records import architecture_record, module_groups, structure_groups
 from archscope.spec.schema import ModelSpec
 
 ESTIMATES = "data/estimates.json"
+DEPLOYMENT = "data/deployment.json"
 Progress = Callable[[str], None]
 
 
@@ -41,6 +44,14 @@ def estimates_json(records: list[dict], dives: dict[str, dict]) -> str:
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
+def deployment_files(specs: list[ModelSpec]) -> tuple[str, str]:
+    """deployment.md and its data: the setups whose model is among `specs` (`archscope fit`)."""
+    names = {s.name for s in specs}
+    section_text, data = deployment_section([s for s in SETUPS if s[0] in names])
+    head = f"# Deployment on common GPUs\n\n{GENERATED}\n\nWhat `archscope fit` answers for a few common setups.\n"
+    return page(head, section_text), json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
 def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
                   claims_page: str | None = None, progress: Progress | None = None
                   ) -> dict[str, bytes]:
@@ -56,12 +67,13 @@ def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
     for spec in specs:
         dives[spec.name] = dive_record(spec, layer_module_rows(spec))
         tick(spec.name)
-    extra = {"Measured profiles": "profiles.md"}
+    extra = {"Measured profiles": "profiles.md", "Deployment on common GPUs": "deployment.md"}
     if claims_page is not None:
         extra["Claims check of the explainers"] = "claims.md"
     text = {"comparison.md": comparison_page(records, PATHS, extra),
             "profiles.md": profiles_page(profiles),
             ESTIMATES: estimates_json(records, dives)}
+    text["deployment.md"], text[DEPLOYMENT] = deployment_files(specs)
     for spec, record in zip(specs, records):
         text[f"models/{spec.name}.md"] = deep_dive_page(spec, record, dives[spec.name], PATHS)
     if claims_page is not None:

@@ -21,6 +21,7 @@ SETUPS = (
     ("deepseek-v3", "h200", Setup(n_gpus=8, ep=8, weight_format="fp8-block", context=32768,
                                   batch=16)),
     ("nemotron-h-8b", "h100-sxm", Setup(weight_format="bf16", context=8192)),
+    ("qwen3-next-80b-a3b", "h200", Setup(weight_format="fp8", context=131072, batch=4)),
 )
 
 
