@@ -18,6 +18,7 @@ from archscope.spec.hf_deepseek import write_deepseek_v2, write_deepseek_v3
 from archscope.spec.hf_gemma3 import write_gemma3_text
 from archscope.spec.hf_glm4_moe import write_glm4_moe
 from archscope.spec.hf_gpt_oss import write_gpt_oss
+from archscope.spec.hf_granitemoehybrid import write_granitemoehybrid
 from archscope.spec.hf_import import EXTRA_KEY, READERS, mapping_from_raw
 from archscope.spec.hf_keys import CLASS_OF
 from archscope.spec.hf_llama4 import llama4_structure, to_llama4_text
@@ -190,6 +191,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "phi3": ("Phi3ForCausalLM", _to_phi3),
     "granite": ("GraniteForCausalLM", _to_granite),
     "granitemoe": ("GraniteMoeForCausalLM", _to_granitemoe),
+    "granitemoehybrid": ("GraniteMoeHybridForCausalLM", write_granitemoehybrid),
     "deepseek_v2": ("DeepseekV2ForCausalLM", write_deepseek_v2),
     "deepseek_v3": ("DeepseekV3ForCausalLM", write_deepseek_v3),
     "glm4_moe": ("Glm4MoeForCausalLM", write_glm4_moe),

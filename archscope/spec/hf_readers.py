@@ -12,6 +12,7 @@ from archscope.spec.hf_deepseek import read_deepseek_v2, read_deepseek_v3
 from archscope.spec.hf_glm4_moe import read_glm4_moe
 from archscope.spec.hf_gemma3 import read_gemma3, read_gemma3_text
 from archscope.spec.hf_gpt_oss import read_gpt_oss
+from archscope.spec.hf_granitemoehybrid import read_granitemoehybrid
 from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import (_act, _divides, _llama, _moe, _multipliers,
                                            _check_types, _patch, _select,
@@ -163,6 +164,7 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "phi3": _phi3,
     "granite": _granite,
     "granitemoe": _granitemoe,
+    "granitemoehybrid": read_granitemoehybrid,
     "deepseek_v2": read_deepseek_v2,
     "deepseek_v3": read_deepseek_v3,
     "kimi_k2": read_deepseek_v3,  # Kimi K2's files name DeepseekV3ForCausalLM (hf_keys.CLASS_OF)

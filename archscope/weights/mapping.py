@@ -8,7 +8,9 @@ dims to archscope's [E, out, in].
 `alias` marks an older checkpoint name of a tensor another rule already maps: it is read, but
 `ours_to_hf` writes only the current name.
 `layout` names a re-arrangement between HF's tensor and ours (see LAYOUTS: gpt-oss's experts).
-`either`: the targets are alternatives, the one the model has is used (Nemotron-H's `norm`).
+Several rules may match one HF name when its archscope name depends on the layout (Granite 4.0's
+shared_mlp: a MoE's shared expert or the dense MLP; Nemotron-H's block `norm`: the mixer's or
+the MLP's): the first whose targets the model has is used.
 Patterns use `{i}` for the layer index and `{p}` for the parameter name (weight or bias).
 
 MoE experts: transformers 5.x holds each layer's routed experts as two fused 3-D tensors,
@@ -38,7 +40,6 @@ class Rule:
     split_dim: int = 0
     alias: bool = False
     layout: str | None = None  # a key of LAYOUTS
-    either: bool = False  # `ours` are alternatives: the model has exactly one of them
 
     def regex(self) -> re.Pattern:
         pattern = re.escape(self.hf).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
@@ -214,6 +215,8 @@ LLAMA4 = tuple(r for r in LLAMA if ".mlp." not in r.hf) + _rules(
 LLAMA4_WRAPPED = tuple(Rule("language_model." + r.hf, r.ours, r.conv1d, r.split_dim, r.alias,
                             r.layout) for r in LLAMA4)
 
+from archscope.weights.mapping_granitemoehybrid import GRANITEMOEHYBRID  # noqa: E402 (uses _rules)
+
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
     "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3, "qwen3_moe": QWEN3_MOE,
@@ -223,6 +226,7 @@ TABLES: dict[str, tuple[Rule, ...]] = {
     "gemma3_text": GEMMA3_TEXT, "gemma3": GEMMA3, "llama4_text": LLAMA4, "llama4": LLAMA4_WRAPPED,
     "nemotron_h": _rules(*NEMOTRON_H_ROWS),
     "qwen3_next": QWEN3 + MOE + _rules(*QWEN3_NEXT_ROWS),
+    "granitemoehybrid": GRANITEMOEHYBRID,
 }
 
 
@@ -256,17 +260,16 @@ def hf_to_ours(table, hf_tensors: dict, our_shapes: dict) -> tuple[dict, list[st
     compiled = [(rule, rule.regex()) for rule in table]
     ours, unmatched = {}, []
     for name, tensor in hf_tensors.items():
-        for rule, rx in compiled:
-            m = rx.match(name)
-            if m:
-                break
-        else:
+        # a tensor two layouts name alike (Granite 4.0's shared_mlp: a MoE's shared expert or
+        # the dense MLP) has a rule each: the first whose targets the model has wins
+        found = [(rule, m) for rule, rx in compiled if (m := rx.match(name))]
+        if not found:
             unmatched.append(name)
             continue
+        rule, m = next(((r, m) for r, m in found
+                        if all(_fill(p, m) in our_shapes for p in r.ours)), found[0])
         targets = [_fill(p, m) for p in rule.ours]
         tensor = _transposed(tensor, rule)
-        if rule.either:  # the one alternative the model has (none, or both: unmatched)
-            targets = [t for t in targets if t in our_shapes]
         if len(targets) == 1:
             ours[targets[0]] = tensor
             continue

@@ -1,12 +1,13 @@
-"""The weight table's `either` rule (mapping.Rule.either): one HF tensor whose archscope name
-depends on the layer (Nemotron-H's block `norm`), mapped to the alternative the model has."""
+"""One HF tensor name, two archscope names by layout (Nemotron-H's block `norm`, Granite 4.0's
+shared_mlp): two rules match, and mapping.hf_to_ours takes the first whose targets the model
+has; the inverse writes each back under the one HF name."""
 
 import torch
 
 from archscope.weights.mapping import _rules, hf_to_ours, ours_to_hf
 
-TABLE = _rules(("h.{i}.norm.weight", ["l.{i}.input_norm.weight", "l.{i}.ffn_norm.weight"],
-                {"either": True}),
+TABLE = _rules(("h.{i}.norm.weight", "l.{i}.input_norm.weight"),
+               ("h.{i}.norm.weight", "l.{i}.ffn_norm.weight"),
                ("h.{i}.fused.weight", ["l.{i}.a.weight", "l.{i}.b.weight"]))  # a fusion, as before
 SHAPES = {"l.0.input_norm.weight": (4,), "l.1.ffn_norm.weight": (4,),
           "l.0.a.weight": (2, 3), "l.0.b.weight": (1, 3)}
@@ -24,8 +25,8 @@ def test_each_layer_gets_the_alternative_it_has_and_back():
     assert set(back) == set(hf) and all(torch.equal(back[k], hf[k]) for k in hf)
 
 
-def test_none_or_both_alternatives_is_unmatched():
-    hf = {"h.2.norm.weight": torch.zeros(4), "h.3.norm.weight": torch.zeros(4)}
-    both = {**SHAPES, "l.3.input_norm.weight": (4,), "l.3.ffn_norm.weight": (4,)}
-    ours, unmatched = hf_to_ours(TABLE, hf, both)
-    assert ours == {} and unmatched == ["h.2.norm.weight", "h.3.norm.weight"]
+def test_a_layer_with_neither_gets_the_first_and_the_loader_names_it():
+    """No alternative fits: the first rule's name, which the model lacks (the loader's
+    shape and presence check then names it as unexpected)."""
+    ours, unmatched = hf_to_ours(TABLE, {"h.2.norm.weight": torch.zeros(4)}, SHAPES)
+    assert list(ours) == ["l.2.input_norm.weight"] and not unmatched

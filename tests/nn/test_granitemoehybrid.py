@@ -1,0 +1,198 @@
+"""Granite 4.0 (Mamba-2 and NoPE attention layers, Granite's multipliers, a shared SwiGLU in
+every layer plus, with experts, a MoE) against transformers' GraniteMoeHybridForCausalLM: logits
+of tiny configs built both ways with the same weights (a 9-token prompt, chunks of 4, then 13
+cached decode steps, fp32), the MoE hybrid (Granite 4.0-H-Tiny's shape) and the dense one
+(4.0-H-Micro's); negative controls; cache and state bytes after a real prefill and decode steps
+on both sides against the estimate; FLOPs under FlopCounterMode; the presets' parameters.
+"""
+
+import pytest
+import torch
+import transformers
+from transformers import DynamicCache
+
+from archscope.estimate import count_params, decode_flops, kv_cache_bytes, prefill_flops
+from archscope.estimate.state import state_bytes
+from archscope.nn import build_model
+from archscope.nn.cache import LayerCache
+from archscope.spec import load_spec
+from archscope.spec.hf import spec_to_hf_config
+from parity import (active_params_from_modules, decode_stepwise, hf_eager_prefill_flops,
+                    load_same_weights, logits_case, max_diff, meta_param_counts, tiny_spec, twins)
+
+TOL = 1e-4
+T, PREFILL, BATCH = 22, 9, 2  # a prompt of chunks 4, 4 and 1, then 13 cached decode steps
+ATTENDS = [1, 4]  # the other three of five layers are Mamba-2
+DENSE = dict(kind="swiglu", d_ff=40)
+
+
+def granite(**changes):
+    base = dict(n_layers=5, d_model=32, tie_embeddings=True, position=dict(kind="none"),
+                attention=dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=8),
+                mixer=dict(kind="mamba2", n_heads=8, head_dim=8, d_state=8, n_groups=2,
+                           conv_kernel=4, chunk_size=4),
+                ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16, n_shared_experts=1,
+                         d_shared=24, router=dict(normalize=True)),
+                multipliers=dict(embedding=12.0, attention=0.125, residual=0.22, logits=6.0),
+                layers=[dict(select=ATTENDS, mixer="attention")])
+    return tiny_spec(**{**base, **changes})
+
+
+@pytest.fixture(scope="module", params=["moe", "dense"])
+def setup(request):
+    spec = granite() if request.param == "moe" else granite(ffn=DENSE)
+    hf, ours = twins(spec)
+    return logits_case(spec, hf, ours, T)
+
+
+def test_transformers_builds_the_same_layers(setup):
+    spec, hf, ours, _, _ = setup
+    assert type(hf).__name__ == "GraniteMoeHybridForCausalLM"
+    assert hf.model.rotary_emb is None  # position_embedding_type "nope"
+    for layer, theirs in zip(ours.layers, hf.model.layers):
+        assert hasattr(layer, "mixer") == (theirs.mamba is not None)
+        assert (theirs.block_sparse_moe is not None) == spec.moe
+    assert [i for i, t in enumerate(hf.config.layer_types) if t == "full_attention"] == ATTENDS
+
+
+def test_prefill_logits_match(setup):
+    _, _, ours, ids, reference = setup
+    assert reference.abs().max() > 1  # far from trivial: the tolerance is a relative 1e-4
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) < TOL
+
+
+def test_cached_decoding_matches(setup):
+    _, _, ours, ids, reference = setup
+    assert max_diff(decode_stepwise(ours, ids, prefill=PREFILL), reference) < TOL
+
+
+def test_shared_mlp_halves_swapped_breaks_parity(setup):
+    """input_linear read as up rows then gate rows: far off, so the split is exercised."""
+    spec, hf, _, ids, reference = setup
+    swapped = load_same_weights(spec, hf, "granitemoehybrid")
+    with torch.no_grad():
+        for layer in swapped.layers:
+            mlp = layer.mlp.shared_experts if spec.moe else layer.mlp
+            gate = mlp.gate_proj.weight.clone()
+            mlp.gate_proj.weight.copy_(mlp.up_proj.weight)
+            mlp.up_proj.weight.copy_(gate)
+        assert max_diff(swapped(ids), reference) > 100 * TOL
+
+
+def test_rope_on_the_attention_layers_breaks_parity(setup):
+    """The same weights with the attention layers rotated (position rope): far off, so NoPE is
+    what transformers runs."""
+    spec, hf, _, ids, reference = setup
+    roped = load_same_weights(spec.replace(position={"kind": "rope", "theta": 10.0}), hf,
+                              "granitemoehybrid")
+    with torch.no_grad():
+        assert max_diff(roped(ids), reference) > 100 * TOL
+
+
+def _held(cache) -> tuple[int, int]:
+    """(KV bytes in the slots archscope's cache has filled, state bytes) of its cache."""
+    kv = sum(int((layer.positions >= 0).sum())
+             * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
+             for layer in cache.layers if isinstance(layer, LayerCache))
+    return kv, cache.state_nbytes()
+
+
+def _theirs(cache) -> tuple[int, int]:
+    """(KV bytes, state bytes) transformers' DynamicCache holds (its linear-attention layers
+    keep their states per index, in a list or mapping)."""
+    def size(*names):
+        total = 0
+        for layer in cache.layers:
+            for name in names:
+                held = getattr(layer, name, None)
+                held = held.values() if isinstance(held, dict) else held
+                for t in (held if isinstance(held, (list, type({}.values()))) else [held]):
+                    total += t.numel() * t.element_size() if torch.is_tensor(t) else 0
+        return total
+    return size("keys", "values"), size("conv_states", "recurrent_states")
+
+
+def test_cache_and_state_bytes_equal_the_estimate_on_both_sides(setup):
+    """After a 9-token prefill and after 13 decode steps, archscope's cache and transformers'
+    DynamicCache hold the estimate: K/V of every token on the attention layers (both grow
+    by token) and, per Mamba layer, the conv window (all conv_kernel columns, fp32 here) and
+    the fp32 SSM state, constant. (archscope's KV cache is allocated for its capacity up
+    front; the bytes compared are those of the filled slots, which is what the estimate and
+    transformers' growing tensors both count.)"""
+    spec, hf, ours, ids, _ = setup
+    mine, theirs = ours.new_cache(BATCH, T), DynamicCache(config=hf.config)
+    with torch.no_grad():
+        for lo, hi in [(0, PREFILL)] + [(t, t + 1) for t in range(PREFILL, T)]:
+            ours(ids[:, lo:hi], mine)
+            hf(ids[:, lo:hi], past_key_values=theirs, use_cache=True)
+            if hi in (PREFILL, T):
+                expected = (kv_cache_bytes(spec, hi, BATCH, "fp32"),
+                            state_bytes(spec, BATCH, "fp32"))
+                assert _held(mine) == _theirs(theirs) == expected
+    per_token = 2 * 2 * 8 * 4  # k and v, 2 KV heads x 8, fp32
+    assert expected[0] == BATCH * len(ATTENDS) * T * per_token
+    assert expected[1] == BATCH * 3 * 4 * ((8 * 8 + 2 * 2 * 8) * 4 + 8 * 8 * 8)
+
+
+def test_prefill_flops_match_transformers_but_its_dropped_conv_outputs(setup):
+    """FlopCounterMode over transformers' eager prefill (eager experts: one matmul per chosen
+    expert) = the estimate + the conv outputs transformers computes and drops: its causal conv
+    pads K-1 columns on both ends and keeps T of the T+K-1 outputs, per Mamba layer
+    2 * batch * conv_dim * K * (K - 1) more (tests/nn/test_mamba2_mixer.py::test_flops)."""
+    spec = setup[0]
+    m, k = spec.mixer, spec.mixer.conv_kernel
+    dropped = 3 * 2 * BATCH * m.conv_dim * k * (k - 1)
+    assert hf_eager_prefill_flops(spec, batch=BATCH, tokens=10,
+                                  experts_implementation="eager") == \
+        prefill_flops(spec, 10, batch=BATCH, attention="full").total + dropped
+
+
+def test_decode_flops_match_transformers_but_its_dropped_conv_outputs(setup):
+    """One cached step at context 10: transformers' step = the estimate (projections, the
+    experts chosen, attention over 10 keys, the state read out by C as a bmm) + its conv over
+    the K cached columns and the new one, of whose two outputs it keeps one (2 * batch *
+    conv_dim * K per Mamba layer). The state update itself is elementwise on both sides."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec, hf, _, ids, _ = setup
+    hf.set_experts_implementation("eager")
+    cache = DynamicCache(config=hf.config)
+    with torch.no_grad():
+        hf(ids[:, :9], past_key_values=cache, use_cache=True)
+        with FlopCounterMode(display=False) as counter:
+            hf(ids[:, 9:10], past_key_values=cache, use_cache=True)
+    m = spec.mixer
+    assert counter.get_total_flops() == (decode_flops(spec, 10, batch=BATCH).total
+                                         + 3 * 2 * BATCH * m.conv_dim * m.conv_kernel)
+
+
+PRESETS = {"granite-4.0-h-tiny": (6_939_037_248, 1_465_470_528),
+           "granite-4.0-h-micro": (3_191_396_096, 3_191_396_096),
+           "granite-4.0-micro": (3_402_836_480, 3_402_836_480)}
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_params_on_meta_equal_transformers_and_the_estimate(name):
+    spec = load_spec(name)
+    total, active = PRESETS[name]
+    ours, theirs, model = meta_param_counts(spec)
+    # the attention-only member is Granite's network: archscope writes it as GraniteForCausalLM
+    assert type(model).__name__ == ("GraniteForCausalLM" if name == "granite-4.0-micro"
+                                    else "GraniteMoeHybridForCausalLM")
+    assert ours == theirs == count_params(spec).total == total
+    assert count_params(spec).active == active_params_from_modules(
+        build_model(spec, device="meta")) == active
+
+
+def test_the_attention_only_member_counts_alike_in_its_own_class():
+    """granite-4.0-micro's own config.json says granitemoehybrid: that class, from the spec's
+    keys written with the hybrid writer, holds the same parameters."""
+    from archscope.spec.hf_granitemoehybrid import write_granitemoehybrid
+
+    spec = load_spec("granite-4.0-micro")
+    config = transformers.GraniteMoeHybridConfig(**write_granitemoehybrid(spec))
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    assert sum(p.numel() for p in model.parameters()) == PRESETS["granite-4.0-micro"][0]
+    assert spec_to_hf_config(spec)["model_type"] == "granite"
