@@ -273,7 +273,7 @@ def hf_to_ours(table, hf_tensors: dict, our_shapes: dict) -> tuple[dict, list[st
         if len(targets) == 1:
             ours[targets[0]] = tensor
             continue
-        if rule.either or any(t not in our_shapes for t in targets):
+        if any(t not in our_shapes for t in targets):
             unmatched.append(name)
             continue
         sizes = [our_shapes[t][rule.split_dim] for t in targets]
@@ -288,14 +288,13 @@ def ours_to_hf(table, our_tensors: dict) -> dict:
     for rule in table:
         if rule.alias:
             continue
-        for ours in ([(o,) for o in rule.ours] if rule.either else [rule.ours]):
-            first = re.compile(re.escape(ours[0]).replace(r"\{i\}", r"(?P<i>\d+)")
-                               .replace(r"\{p\}", r"(?P<p>weight|bias)") + "$")
-            for name in our_tensors:
-                m = first.match(name)
-                if not m:
-                    continue
-                parts = [our_tensors[_fill(p, m)] for p in ours]
-                tensor = parts[0] if len(parts) == 1 else torch.cat(parts, dim=rule.split_dim)
-                out[_fill(rule.hf, m)] = _transposed(tensor, rule, to_hf=True).contiguous()
+        first = re.compile(re.escape(rule.ours[0]).replace(r"\{i\}", r"(?P<i>\d+)")
+                           .replace(r"\{p\}", r"(?P<p>weight|bias)") + "$")
+        for name in our_tensors:
+            m = first.match(name)
+            if not m:
+                continue
+            parts = [our_tensors[_fill(p, m)] for p in rule.ours]
+            tensor = parts[0] if len(parts) == 1 else torch.cat(parts, dim=rule.split_dim)
+            out[_fill(rule.hf, m)] = _transposed(tensor, rule, to_hf=True).contiguous()
     return out

@@ -232,4 +232,5 @@ def test_both_name_layouts_are_read():
     assert {r.hf.split(".", 1)[0] for r in table if r.hf != "lm_head.weight"} == {"model",
                                                                                 "backbone"}
     assert all(r.alias for r in table if r.hf.startswith("backbone."))
-    assert [r.either for r in table if r.hf.endswith("{i}.norm.weight")] == [True, True]
+    norms = [r.ours[0].split(".")[2] for r in table if r.hf.endswith("{i}.norm.weight")]
+    assert norms == ["input_layernorm", "post_attention_layernorm"] * 2  # model.*, backbone.*
