@@ -70,7 +70,7 @@ def _time_step_limit(c: Keys) -> tuple[float, float | None]:
                                          "transformers' Mamba scan indexes both")
     lo, hi = value
     lo = c.number("time_step_limit[0]", value=lo, positive=False)
-    if isinstance(hi, float) and math.isinf(hi) and hi > 0:
+    if hi == math.inf or hi == {"__float__": "Infinity"}:  # transformers 5 saves inf tagged
         return lo, None
     return lo, c.number("time_step_limit[1]", value=hi)
 
@@ -109,10 +109,16 @@ def _ffn(c: Keys) -> dict:
 
 
 def read_granitemoehybrid(c: Keys) -> dict:
-    base = _base(c)  # RoPE keys are read (and checked) even where no layer rotates
-    where = c.text("position_embedding_type", _POSITIONS, null=True)
-    if where != "rope":
-        base["position"] = {"kind": "none"}
+    rope = c.text("position_embedding_type", _POSITIONS, null=True) == "rope"
+    if rope:
+        base = _base(c)
+    else:  # no layer rotates: the RoPE keys (IBM's files carry rope_theta) are not read
+        base = {"vocab_size": c.size("vocab_size"), "d_model": c.size("hidden_size"),
+                "n_layers": c.size("num_hidden_layers"),
+                "max_seq_len": c.size("max_position_embeddings"),
+                "tie_embeddings": c.flag("tie_word_embeddings"),
+                "norm": {"kind": "rmsnorm", "eps": c.number("rms_norm_eps"), "position": "pre"},
+                "position": {"kind": "none"}}
     d, n = base["d_model"], base["n_layers"]
     heads, kv, head_dim = _heads(c, d)
     out = {**base, "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv,
@@ -145,6 +151,10 @@ def write_granitemoehybrid(s: ModelSpec) -> dict:
         raise SpecError(f"transformers' GraniteMoeHybrid sizes the mixer as mamba_expand (an "
                         f"integer) * hidden_size; {m.n_heads} x {m.head_dim} = {m.d_inner} is no "
                         f"multiple of d_model {s.d_model}", key="mixer.head_dim")
+    if m is not None and f.activation != "silu":
+        raise SpecError("transformers' GraniteMoeHybrid runs its Mamba conv with hidden_act, the "
+                        f"MLP's activation, and archscope's with silu; here {f.activation}",
+                        key="ffn.activation")
     rope = s.position.kind == "rope"
     out = {"vocab_size": s.vocab_size, "hidden_size": s.d_model, "num_hidden_layers": s.n_layers,
            "max_position_embeddings": s.max_seq_len, "tie_word_embeddings": s.tie_embeddings,

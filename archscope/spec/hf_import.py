@@ -94,7 +94,10 @@ def mapping_from_raw(raw: dict, where: str, name: str, source: str) -> dict:
 def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
     model_type = raw.get("model_type")
     if not isinstance(model_type, str) or model_type not in READERS:
-        raise SpecError(f"unsupported model type {quote(model_type)}; archscope reads "
+        # a non-string is named by its type: the list of model types leaves little room
+        shown = quote(model_type) if isinstance(model_type, str) or model_type is None \
+            else f"(a {type(model_type).__name__})"
+        raise SpecError(f"unsupported model type {shown}; archscope reads "
                         f"{', '.join(READERS)}", where=where, key="model_type")
     for key, value in _FIXED.get(model_type, {}).items():
         if raw.get(key, value) is not value:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from archscope.errors import CheckpointError
+from archscope.weights.mapping_granitemoehybrid import granitemoehybrid
 from archscope.weights.mapping_nemotron_h import NEMOTRON_H_ROWS
 from archscope.weights.mapping_qwen3_next import QWEN3_NEXT_ROWS
 
@@ -215,8 +216,6 @@ LLAMA4 = tuple(r for r in LLAMA if ".mlp." not in r.hf) + _rules(
 LLAMA4_WRAPPED = tuple(Rule("language_model." + r.hf, r.ours, r.conv1d, r.split_dim, r.alias,
                             r.layout) for r in LLAMA4)
 
-from archscope.weights.mapping_granitemoehybrid import GRANITEMOEHYBRID  # noqa: E402 (uses _rules)
-
 TABLES: dict[str, tuple[Rule, ...]] = {
     "llama": LLAMA, "mistral": LLAMA, "qwen2": LLAMA, "granite": LLAMA, "gpt2": GPT2,
     "qwen3": QWEN3, "olmo2": OLMO2, "phi3": PHI3, "qwen3_moe": QWEN3_MOE,
@@ -226,7 +225,7 @@ TABLES: dict[str, tuple[Rule, ...]] = {
     "gemma3_text": GEMMA3_TEXT, "gemma3": GEMMA3, "llama4_text": LLAMA4, "llama4": LLAMA4_WRAPPED,
     "nemotron_h": _rules(*NEMOTRON_H_ROWS),
     "qwen3_next": QWEN3 + MOE + _rules(*QWEN3_NEXT_ROWS),
-    "granitemoehybrid": GRANITEMOEHYBRID,
+    "granitemoehybrid": granitemoehybrid(LLAMA, GRANITEMOE, _rules),
 }
 
 

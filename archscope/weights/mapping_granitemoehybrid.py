@@ -13,17 +13,24 @@ targets the model has (mapping.hf_to_ours), and the writer the one whose first t
 
 from __future__ import annotations
 
-from archscope.weights.mapping import GRANITEMOE, LLAMA, _rules
-
 _LAYER = "model.layers.{i}"
-_MAMBA = _rules(*[(f"{_LAYER}.mamba.{name}.{{p}}", f"layers.{{i}}.mixer.{name}.{{p}}")
-                  for name in ("in_proj", "conv1d", "out_proj")],
-                *[(f"{_LAYER}.mamba.{name}", f"layers.{{i}}.mixer.{name}")
-                  for name in ("dt_bias", "A_log", "D", "norm.weight")])
-_SHARED = _rules(*[(f"{_LAYER}.shared_mlp.input_linear.weight",
-                    [f"layers.{{i}}.mlp.{at}gate_proj.weight", f"layers.{{i}}.mlp.{at}up_proj.weight"])
-                   for at in ("shared_experts.", "")],
-                 *[(f"{_LAYER}.shared_mlp.output_linear.weight", f"layers.{{i}}.mlp.{at}down_proj.weight")
-                   for at in ("shared_experts.", "")])
-GRANITEMOEHYBRID = (tuple(r for r in LLAMA if ".mlp." not in r.hf) + _MAMBA + _SHARED
-                    + tuple(r for r in GRANITEMOE if ".block_sparse_moe." in r.hf))
+_SHARED_MLP = f"{_LAYER}.shared_mlp"
+# (HF name, our name or names) rows, in mapping._rules' form
+ROWS = (
+    *[(f"{_LAYER}.mamba.{name}.{{p}}", f"layers.{{i}}.mixer.{name}.{{p}}")
+      for name in ("in_proj", "conv1d", "out_proj")],
+    *[(f"{_LAYER}.mamba.{name}", f"layers.{{i}}.mixer.{name}")
+      for name in ("dt_bias", "A_log", "D", "norm.weight")],
+    *[(f"{_SHARED_MLP}.input_linear.weight",
+       [f"layers.{{i}}.mlp.{at}{proj}.weight" for proj in ("gate_proj", "up_proj")])
+      for at in ("shared_experts.", "")],
+    *[(f"{_SHARED_MLP}.output_linear.weight", f"layers.{{i}}.mlp.{at}down_proj.weight")
+      for at in ("shared_experts.", "")],
+)
+
+
+def granitemoehybrid(llama: tuple, granitemoe: tuple, rules) -> tuple:
+    """The table from mapping.py's Llama and GraniteMoe tables and its `_rules` (passed in, so
+    that this module imports nothing from mapping.py, which imports it)."""
+    return (tuple(r for r in llama if ".mlp." not in r.hf) + rules(*ROWS)
+            + tuple(r for r in granitemoe if ".block_sparse_moe." in r.hf))
