@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from archscope.errors import SpecError
+from archscope.spec.hf_bamba import write_bamba
 from archscope.spec.fields import from_mapping, to_mapping
 from archscope.spec.hf_deepseek import write_deepseek_v2, write_deepseek_v3
 from archscope.spec.hf_gemma3 import write_gemma3_text
@@ -43,6 +44,9 @@ def _family(s: ModelSpec) -> str:
                                   for layer in s.plan):
         single = any(layer.attention is None and layer.state is None or layer.ffn is None
                      for layer in s.plan)
+        if not single and s.mixer.kind == "mamba2" and any(
+                layer.attention and layer.attention.rotary_fraction for layer in s.plan):
+            return "bamba"  # the one Mamba-2 hybrid whose attention rotates part of each head
         return _HYBRID[s.mixer.kind if s.mixer else "mamba2"][single]
     moe = [layer.ffn for layer in s.plan if layer.is_moe]
     mla = any(layer.attention.kind == "mla" for layer in s.plan)
@@ -192,6 +196,7 @@ WRITERS = {  # model_type: (HF architecture, writer)
     "granite": ("GraniteForCausalLM", _to_granite),
     "granitemoe": ("GraniteMoeForCausalLM", _to_granitemoe),
     "granitemoehybrid": ("GraniteMoeHybridForCausalLM", write_granitemoehybrid),
+    "bamba": ("BambaForCausalLM", write_bamba),
     "deepseek_v2": ("DeepseekV2ForCausalLM", write_deepseek_v2),
     "deepseek_v3": ("DeepseekV3ForCausalLM", write_deepseek_v3),
     "glm4_moe": ("Glm4MoeForCausalLM", write_glm4_moe),

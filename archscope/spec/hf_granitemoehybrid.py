@@ -75,8 +75,9 @@ def _time_step_limit(c: Keys) -> tuple[float, float | None]:
     return lo, c.number("time_step_limit[1]", value=hi)
 
 
-def _mamba(c: Keys, width: int) -> dict:
-    """The Mamba-2 mixer, checked as GraniteMoeHybridConfig.validate_architecture checks it."""
+def mamba(c: Keys, width: int) -> dict:
+    """The Mamba-2 mixer, checked as GraniteMoeHybridConfig.validate_architecture (and
+    BambaConfig's) checks it."""
     heads, expand = c.size("mamba_n_heads"), c.size("mamba_expand")
     inner = expand * width
     if inner % heads:
@@ -124,14 +125,14 @@ def read_granitemoehybrid(c: Keys) -> dict:
     out = {**base, "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv,
                                  "head_dim": head_dim, "bias": c.flag("attention_bias")},
            "ffn": _ffn(c), "multipliers": _multipliers(c)}
-    mamba = _layer_types(c, n)
-    mixer = _mamba(c, d)  # validated whatever the layers, as transformers' config does
-    if any(mamba):
+    is_mamba = _layer_types(c, n)
+    mixer = mamba(c, d)  # validated whatever the layers, as transformers' config does
+    if any(is_mamba):
         if out["ffn"]["activation"] != "silu":
             raise c.error("hidden_act", f"is also the Mamba conv's activation, which archscope "
                                         f"builds as silu only, {what(c.get('hidden_act'))}")
         out["mixer"] = mixer
-        attends = [i for i, m in enumerate(mamba) if not m]
+        attends = [i for i, m in enumerate(is_mamba) if not m]
         if attends:
             out["layers"] = [{"select": _select(attends), "mixer": "attention"}]
     return out
@@ -147,10 +148,6 @@ def write_granitemoehybrid(s: ModelSpec) -> dict:
         raise SpecError("transformers' GraniteMoeHybrid adds exactly one shared MLP to its "
                         f"experts; n_shared_experts is {f.shared_experts}",
                         key="ffn.n_shared_experts")
-    if m is not None and m.d_inner % s.d_model:
-        raise SpecError(f"transformers' GraniteMoeHybrid sizes the mixer as mamba_expand (an "
-                        f"integer) * hidden_size; {m.n_heads} x {m.head_dim} = {m.d_inner} is no "
-                        f"multiple of d_model {s.d_model}", key="mixer.head_dim")
     if m is not None and f.activation != "silu":
         raise SpecError("transformers' GraniteMoeHybrid runs its Mamba conv with hidden_act, the "
                         f"MLP's activation, and archscope's with silu; here {f.activation}",
@@ -163,7 +160,7 @@ def write_granitemoehybrid(s: ModelSpec) -> dict:
            "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
            "head_dim": a.head_dim, "attention_bias": a.bias,
            "embedding_multiplier": mults.embedding, "residual_multiplier": mults.residual,
-           "attention_multiplier": mults.attention or 1 / math.sqrt(a.qk_head_dim),
+           "attention_multiplier": mults.attention or a.qk_head_dim ** -0.5,  # as resolved()
            "logits_scaling": mults.logits, "hidden_act": HF_ACT[f.activation],
            # IBM's spelling, which transformers 5 reads as linear_attention / full_attention
            "layer_types": ["mamba" if layer.state else "attention" for layer in s.plan],
@@ -173,11 +170,20 @@ def write_granitemoehybrid(s: ModelSpec) -> dict:
            "num_experts_per_tok": f.top_k if moe else 0,
            # the class's defaults (bos 1, eos 2) may be out of a small vocabulary; a spec has none
            "bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
-    if m is not None:
-        out.update({"mamba_n_heads": m.n_heads, "mamba_d_head": m.head_dim,
-                    "mamba_expand": m.d_inner // s.d_model, "mamba_d_state": m.d_state,
-                    "mamba_n_groups": m.n_groups, "mamba_d_conv": m.conv_kernel,
-                    "mamba_chunk_size": m.chunk_size, "mamba_conv_bias": m.conv_bias,
-                    "mamba_proj_bias": m.proj_bias,
-                    "time_step_limit": [m.dt_limit_min, m.dt_limit_max or math.inf]})
-    return out
+    return {**out, **(mamba_keys(s) if m is not None else {})}
+
+
+def mamba_keys(s: ModelSpec) -> dict:
+    """The mamba_* keys and time_step_limit of `s`'s Mamba-2 mixer (Granite 4.0-H's and Bamba's
+    spelling). inf is written as Python's json writes it, which transformers reads."""
+    m = s.mixer
+    if m.d_inner % s.d_model:
+        raise SpecError(f"transformers sizes this mixer as mamba_expand (an integer) * "
+                        f"hidden_size; {m.n_heads} x {m.head_dim} = {m.d_inner} is no multiple of "
+                        f"d_model {s.d_model}", key="mixer.head_dim")
+    return {"mamba_n_heads": m.n_heads, "mamba_d_head": m.head_dim,
+            "mamba_expand": m.d_inner // s.d_model, "mamba_d_state": m.d_state,
+            "mamba_n_groups": m.n_groups, "mamba_d_conv": m.conv_kernel,
+            "mamba_chunk_size": m.chunk_size, "mamba_conv_bias": m.conv_bias,
+            "mamba_proj_bias": m.proj_bias,
+            "time_step_limit": [m.dt_limit_min, m.dt_limit_max or math.inf]}

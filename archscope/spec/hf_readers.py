@@ -8,6 +8,7 @@ what transformers itself refuses is refused here, naming the config.json key.
 from __future__ import annotations
 
 from archscope.errors import quote
+from archscope.spec.hf_bamba import read_bamba
 from archscope.spec.hf_deepseek import read_deepseek_v2, read_deepseek_v3
 from archscope.spec.hf_glm4_moe import read_glm4_moe
 from archscope.spec.hf_gemma3 import read_gemma3, read_gemma3_text
@@ -165,6 +166,7 @@ READERS = {  # model_type: reader (hf_export.WRITERS has the same keys)
     "granite": _granite,
     "granitemoe": _granitemoe,
     "granitemoehybrid": read_granitemoehybrid,
+    "bamba": read_bamba,
     "deepseek_v2": read_deepseek_v2,
     "deepseek_v3": read_deepseek_v3,
     "kimi_k2": read_deepseek_v3,  # Kimi K2's files name DeepseekV3ForCausalLM (hf_keys.CLASS_OF)

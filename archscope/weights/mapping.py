@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from archscope.errors import CheckpointError
-from archscope.weights.mapping_granitemoehybrid import granitemoehybrid
+from archscope.weights.mapping_granitemoehybrid import bamba, granitemoehybrid
 from archscope.weights.mapping_nemotron_h import NEMOTRON_H_ROWS
 from archscope.weights.mapping_qwen3_next import QWEN3_NEXT_ROWS
 
@@ -225,7 +225,7 @@ TABLES: dict[str, tuple[Rule, ...]] = {
     "gemma3_text": GEMMA3_TEXT, "gemma3": GEMMA3, "llama4_text": LLAMA4, "llama4": LLAMA4_WRAPPED,
     "nemotron_h": _rules(*NEMOTRON_H_ROWS),
     "qwen3_next": QWEN3 + MOE + _rules(*QWEN3_NEXT_ROWS),
-    "granitemoehybrid": granitemoehybrid(LLAMA, GRANITEMOE, _rules),
+    "granitemoehybrid": granitemoehybrid(LLAMA, GRANITEMOE, _rules), "bamba": bamba(LLAMA, _rules),
 }
 
 
