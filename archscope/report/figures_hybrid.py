@@ -2,9 +2,10 @@
 each hybrid beside the attention-only preset closest to it in parameters.
 
 A state mixer's state does not grow, so at short contexts a hybrid may hold more than an
-attention model of its size and at long ones far less: the figure marks the first context of
-the records' series at which the hybrid holds no more than its peer. Every value is the
-records' (`series.kv_cache_bytes` and `series.state_bytes`, from estimate/record.py).
+attention model of its size and at long ones far less: the figure marks (a dot, and in the
+legend) the first context of the records' series at which the hybrid holds no more than its
+peer. Every value is the records' (`series.kv_cache_bytes` and `series.state_bytes`, from
+estimate/record.py).
 """
 
 from __future__ import annotations
@@ -53,20 +54,18 @@ def cache_state_figure(records: list[dict]) -> Figure:
     hybrids = [r for r in records if is_hybrid(r)]
     drawn: set[str] = set()
     for i, r in enumerate(hybrids):
-        color = colors(i % 10)
-        ax.plot(r["series"]["context"], held(r), color=color, linewidth=2.6, label=r["name"])
-        other = peer(r, records)
-        if other is None:
-            continue
-        if other["name"] not in drawn:
+        color, other = colors(i % 10), peer(r, records)
+        n = crossing(r, other) if other is not None else None
+        # the crossing goes in the legend and as a dot on the line: text on the axes overlaps
+        label = r["name"] + (f" (≤ {other['name']} from {_tokens(n, None)} tokens)" if n else "")
+        ax.plot(r["series"]["context"], held(r), color=color, linewidth=2.6, label=label)
+        if n is not None:
+            ax.plot([n], [dict(zip(r["series"]["context"], held(r)))[n]], "o", color=color,
+                    markersize=7)
+        if other is not None and other["name"] not in drawn:
             ax.plot(other["series"]["context"], held(other), color=color, linestyle="--",
                     linewidth=1.4, label=f"{other['name']} (peer of {r['name']})")
             drawn.add(other["name"])
-        n = crossing(r, other)
-        if n is not None:
-            y = dict(zip(r["series"]["context"], held(r)))[n]
-            ax.annotate(f"{r['name']} ≤ {other['name']} from {_tokens(n, None)} tokens", (n, y),
-                        xytext=(6, -14), textcoords="offset points", fontsize=8, color=color)
     if hybrids:
         _side_legend(ax)
     else:
