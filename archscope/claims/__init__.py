@@ -5,7 +5,7 @@ Modules, in dependency order (each imports only modules before it):
 - quantities/: what a claim can name (registry, then shape, positions, categories, sizes);
 - causes.py: the likely slip behind a number that differs;
 - files.py: the claims file format (described there) and reading it; result.py: ClaimResult;
-- verdict.py: stated vs computed -> agrees or differs; check.py: files -> ClaimResults;
+- verdict.py: stated vs computed -> agree or wrong; check.py: files -> ClaimResults;
 - render.py: ClaimResults -> markdown (claims.md) or a text table; the quantities listing.
 """
 

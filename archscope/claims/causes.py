@@ -16,6 +16,7 @@ from itertools import combinations
 from typing import Callable
 
 from archscope.claims.stated import Stated
+from archscope.errors import InputError
 from archscope.estimate import count_params
 from archscope.estimate.dtypes import dtype_bytes
 from archscope.spec.schema import ModelSpec
@@ -185,6 +186,13 @@ def _join_pairs(pairs: list[tuple[str, str]]) -> str:
 
 def likely_cause(computed: float, ctx: Context) -> str:
     """The slips that turn `computed` into the stated number, '' when none does."""
+    # A window left out is the specific slip; a window that caps nothing explains a number
+    # only when no numeric slip does.
+    return window_cause(computed, ctx, left_out=True) or _slips(computed, ctx) or \
+        window_cause(computed, ctx, left_out=False)
+
+
+def _slips(computed: float, ctx: Context) -> str:
     stated = ctx.stated
     if stated.low != stated.high:
         return ""  # a range or a bound: too loose to tell one slip from another
@@ -211,6 +219,35 @@ def likely_cause(computed: float, ctx: Context) -> str:
     if pairs:
         return _join_pairs(pairs)
     return _misrounded(computed, stated)
+
+
+def window_cause(computed: float, ctx: Context, left_out: bool) -> str:
+    """A cache figure that took the sliding window wrongly: shrunk by a window that caps
+    nothing at this context, or left at the full context when the window caps it."""
+    if not ctx.quantity.startswith("kv_cache_bytes") or "seq_len" not in ctx.conditions:
+        return ""
+    windows = sorted({e.window for e in ctx.spec.plan if e.attention and e.window})
+    if not windows:
+        return ""
+    seq_len, w = ctx.conditions["seq_len"], windows[0]
+    if not left_out:
+        return "" if seq_len > w or ctx.stated.high >= computed else (
+            f"sliding window: a {w:,}-token window caps nothing at seq_len {seq_len:,}, "
+            "so every token is still cached")
+    if seq_len <= w:
+        return ""
+    from archscope.claims.quantities import get_quantity
+    from archscope.spec import with_overrides
+
+    try:
+        full = get_quantity(ctx.quantity).fn(with_overrides(ctx.spec, ["attention.window=null"]),
+                                             **ctx.conditions)
+    except InputError:  # windows set in per-layer overrides: no one what-if removes them
+        return ""
+    if ctx.stated.contains(full):
+        return (f"sliding window left out: windowed layers cache at most {w:,} tokens, not "
+                f"all {seq_len:,}")
+    return ""
 
 
 def _misrounded(computed: float, stated: Stated) -> str:

@@ -8,12 +8,14 @@ and the claim.
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from pathlib import Path
 
 from archscope.claims.files import ClaimError, claim_files, load_claims, validate
+from archscope.claims.published import published_alternative, unpublished
 from archscope.claims.quantities import Category, get_quantity
 from archscope.claims.result import ClaimResult
-from archscope.claims.stated import StatedError
+from archscope.claims.stated import StatedError, parse_stated
 from archscope.claims.verdict import categorical, numeric
 from archscope.errors import InputError
 from archscope.spec import load_spec, with_overrides
@@ -77,10 +79,11 @@ def check_claim(claim: dict, path: Path, specs: dict | None = None) -> ClaimResu
     base = dict(file=str(path), id=str(claim["id"]), document=str(claim["document"]),
                 section=str(claim["section"]), model=str(claim.get("model", "")),
                 quantity=str(claim.get("quantity", "")), stated=str(claim["stated"]),
-                unit=str(claim.get("unit", "")), note=str(claim.get("note", "") or ""))
+                unit=str(claim.get("unit", "")), note=str(claim.get("note", "") or ""),
+                text=str(claim.get("text") or claim.get("note") or claim["stated"]))
     if "skip" in claim:
         return ClaimResult(**{**base, "note": f"not checked: {claim['skip']}"},
-                           verdict="skipped")
+                           verdict="unverifiable")
     q = get_quantity(base["quantity"])
     conditions = claim.get("conditions") or {}
     if not isinstance(conditions, dict):
@@ -94,9 +97,17 @@ def check_claim(claim: dict, path: Path, specs: dict | None = None) -> ClaimResu
         computed, dimension = _relate(q, versus, computed, base["model"], conditions, path,
                                       specs)
     extra = dict(conditions=conditions, what_if=tuple(what_if), versus=versus)
+    why = "" if what_if or versus else unpublished(spec.name, q.name)
+    if why:
+        return ClaimResult(**{**base, "note": why}, **extra, verdict="unverifiable",
+                           computed=getattr(computed, "text", computed),
+                           computed_text=str(getattr(computed, "text", computed)))
     if isinstance(computed, Category):
         return categorical(claim, base, extra, dimension, computed)
-    return numeric(claim, base, extra, q.name, dimension, spec, float(computed))
+    result = numeric(claim, base, extra, q.name, dimension, spec, float(computed))
+    alt = "" if result.verdict == "agree" or what_if or versus else \
+        published_alternative(spec.name, q.name, parse_stated(claim["stated"], base["unit"]))
+    return replace(result, verdict="agree", cause="", note=alt) if alt else result
 
 
 def _relate(q, versus, computed, model, conditions, path, specs):

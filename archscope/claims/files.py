@@ -31,7 +31,7 @@ from archscope.spec.fields import did_you_mean
 from archscope.spec.loader import parse_yaml
 
 KEYS = ("id", "document", "section", "model", "quantity", "stated", "unit", "value", "note",
-        "conditions", "set", "versus", "skip")
+        "conditions", "set", "versus", "skip", "text")
 REQUIRED = ("id", "document", "section", "model", "quantity", "stated")
 
 

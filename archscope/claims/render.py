@@ -11,8 +11,8 @@ from archscope.claims.quantities import QUANTITIES
 from archscope.claims.result import ClaimResult
 from archscope.units import text_table
 
-VERDICTS = ("agrees", "differs", "skipped")
-MARK = {"agrees": "agrees", "differs": "**differs**", "skipped": "skipped"}
+VERDICTS = ("agree", "wrong", "unverifiable")
+MARK = {"agree": "agree", "wrong": "**wrong**", "unverifiable": "unverifiable"}
 
 INTRO = """\
 Every numeric and categorical claim transcribed from the documents (`reports/claims/*.yaml`),
@@ -20,10 +20,11 @@ recomputed from the model specs by `archscope check-claims`. A number agrees whe
 value rounds to it as written: "~1.24B" within 0.005B, "8.39 MB" within 0.005 MB (1 MB = 10^6
 bytes, 1 MiB = 2^20), a plain integer such as "262,668,288" exactly; a categorical claim
 agrees when every part of it holds ("RoPE" agrees with Llama 3's RoPE+llama3 scaling,
-"RoPE+YaRN" does not). For a claim that differs, the likely cause is the slip (a dropped factor
-2, MiB printed as MB, a tied head counted twice, ...) that turns the computed value into the
-stated one, when one does. Quantities and conditions are defined in
-`archscope/claims/quantities/`.
+"RoPE+YaRN" does not). For a wrong claim, the likely cause is the slip (a dropped factor 2, MiB
+printed as MB, a tied head counted twice, a sliding window that caps nothing, ...) that turns
+the computed value into the stated one, when one does. A claim archscope cannot compute (no
+preset, a detail no source published) is unverifiable, never wrong. Quantities and conditions
+are defined in `archscope/claims/quantities/`.
 """
 
 
@@ -69,17 +70,17 @@ def _markdown(rows: list[dict]) -> str:
 def claims_markdown(results: list[ClaimResult]) -> str:
     """The claims report: a summary per document, then every claim with its verdict."""
     out = ["# Claims check", "", INTRO, "## Summary", "", _markdown(summary_rows(results)), ""]
-    differ = [r for r in results if r.verdict == "differs"]
+    differ = [r for r in results if r.verdict == "wrong"]
     if differ:
-        out += ["## Claims that differ", "",
+        out += ["## Wrong claims", "",
                 "The same claims appear again, in context, in each document's table below.", "",
                 _markdown([{"document": r.document, **row}
                            for r, row in zip(differ, claim_rows(differ))]), ""]
     for doc, claims in _by_document(results).items():
         n = Counter(r.verdict for r in claims)
         out += [f"## {doc}", "",
-                f"{len(claims)} claims: {n['agrees']} agree, {n['differs']} differ, "
-                f"{n['skipped']} not checked.", "", _markdown(claim_rows(claims)), ""]
+                f"{len(claims)} claims: {n['agree']} agree, {n['wrong']} wrong, "
+                f"{n['unverifiable']} unverifiable.", "", _markdown(claim_rows(claims)), ""]
     return "\n".join(out)
 
 

@@ -15,11 +15,12 @@ class ClaimResult:
     quantity: str
     stated: str
     unit: str
-    verdict: str  # agrees, differs or skipped
+    verdict: str  # agree, wrong or unverifiable
     computed: float | int | str | None = None
     computed_text: str = ""
     cause: str = ""
     note: str = ""
+    text: str = ""  # the sentence or cell the claim was read from (YAML: its note)
     conditions: dict = field(default_factory=dict)
     what_if: tuple[str, ...] = ()
     versus: dict | None = None

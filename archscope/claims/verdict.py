@@ -1,4 +1,4 @@
-"""A claim's verdict: the stated text against the computed value -> agrees or differs.
+"""A claim's verdict: the stated text against the computed value -> agree or wrong.
 
 Categorical claims ("RMSNorm", "GQA+SWA", "✅") agree when every part stated is a part of the
 computed answer (aliases such as "pre-LN" -> pre and filler words such as "FFN" aside). A
@@ -39,7 +39,7 @@ def categorical(claim: dict, base: dict, extra: dict, dimension: str,
     # Name the wrong part only when the rest was right ("GQA+SWA" for plain GQA).
     cause = f"{' and '.join(extra_parts)} not in the spec" \
         if extra_parts and len(extra_parts) < len(stated) else ""
-    return ClaimResult(**base, **extra, verdict="differs" if extra_parts else "agrees",
+    return ClaimResult(**base, **extra, verdict="wrong" if extra_parts else "agree",
                        computed=computed.text, computed_text=computed.text, cause=cause)
 
 
@@ -93,7 +93,7 @@ def numeric(claim, base, extra, name, dimension, spec, computed: float) -> Claim
     text = display(computed, stated, dimension)
     if dimension == "ratio" and ":" in str(claim["stated"]):
         text = f"{computed:g}:1"  # answer "4:1" in kind
-    return ClaimResult(**base, **extra, verdict="agrees" if agrees else "differs",
+    return ClaimResult(**base, **extra, verdict="agree" if agrees else "wrong",
                        computed=value, computed_text=text, cause=cause)
 
 

@@ -11,32 +11,41 @@ from archscope.cli.options import _echo_json, format_option
 
 
 @cli.command("check-claims")
-@click.argument("files", nargs=-1, type=click.Path(), metavar="FILE...")
+@click.argument("files", nargs=-1, type=click.Path(), metavar="DOC...")
+@click.option("--model-map", "model_map", multiple=True, metavar="NAME=MODEL",
+              help="Read the model name NAME in a document as MODEL (a preset, a YAML spec or "
+                   "a config.json); repeatable.")
 @format_option("markdown", "json", default="table")
-@click.option("--strict", is_flag=True, help="Exit 1 when any claim differs.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any claim is wrong.")
 @click.option("--quantities", "list_quantities", is_flag=True,
               help="List the quantities a claim can name, with their conditions, and exit.")
-def check_claims(files, fmt, strict, list_quantities):
-    """Recompute a document's claims (YAML files, or folders of them) and mark each agrees or
-    differs, with the computed value and the likely cause of a difference. The file format
-    is described in archscope/claims/files.py.
+def check_claims(files, model_map, fmt, strict, list_quantities):
+    """Find a document's numeric and categorical claims, recompute each from the model specs,
+    and mark it agree, wrong (with the computed value and the likely cause) or unverifiable.
+
+    A DOC is any markdown text, whatever its extension: its tables (a model per row or
+    column) and sentences (a model, a quantity and a number with a unit) are read by
+    themselves. YAML transcriptions (archscope/claims/files.py; a folder stands for its *.yaml
+    files) are checked as written and override what is found in the document they name.
 
     \b
     Examples:
-      archscope check-claims reports/claims/
-      archscope check-claims my-claims.yaml --format markdown
+      archscope check-claims explainer.md
+      archscope check-claims notes.txt --model-map "Granite 3B=granite-3.0-2b" --format json
+      archscope check-claims doc.txt reports/claims/   # with transcriptions as overrides
       archscope check-claims --quantities
     """
-    from archscope.claims import check_claim_files
-
     if list_quantities:
         from archscope.claims import quantities_text
 
         click.echo(quantities_text(), nl=False)
         return
     if not files:
-        raise click.UsageError("give at least one claims file (or folder)")
-    results = check_claim_files(files)
+        raise click.UsageError("give at least one document or claims file (or folder)")
+    from archscope.claims.documents import check_paths
+    from archscope.claims.extract.names import model_map_entries
+
+    results = check_paths(files, model_map_entries(model_map))
     if fmt == "json":
         from dataclasses import asdict
 
@@ -49,7 +58,7 @@ def check_claims(files, fmt, strict, list_quantities):
         from archscope.claims import claims_text
 
         click.echo(claims_text(results), nl=False)
-    if strict and any(r.verdict == "differs" for r in results):
+    if strict and any(r.verdict == "wrong" for r in results):
         sys.exit(1)
 
 

@@ -1,0 +1,124 @@
+"""Model names as documents write them -> presets, configs or specs.
+
+A mention is a family word (Llama, GPT, Mistral, ...) and the version and size tokens after it
+("Llama 3.2-1B-Instruct", "GPT-2 (124M)", "DeepSeek-V2"), or a size alone ("the 8B model",
+resolved within the document's own family). It resolves, in this order, to: a `--model-map`
+entry; the preset whose name it spells (separators and case aside); a documents' spelling
+(SPELLINGS); the one preset its spelling starts ("Llama 3.1" -> llama-3.1-8b); else, for a
+bare family word or an ambiguous spelling ("Llama", "Llama 3.2"), the model of that family the
+document named first, or the family's usual preset (FAMILY). Anything else is unresolved: its
+claims are unverifiable, never wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from archscope.spec import preset_names
+
+FAMILIES = ("llama", "mistral", "mixtral", "deepseek", "granite", "gpt", "qwen", "gemma", "phi",
+            "olmo", "smollm", "glm", "kimi", "nemotron")
+# Spellings the documents use that no preset name spells.
+SPELLINGS = {"mistral7b": "mistral-7b-v0.1", "gpt3": "gpt3-175b", "granite3b": "granite-3b-code"}
+# A bare family word, when the document names no model of that family.
+FAMILY = {"mistral": "mistral-7b-v0.1", "deepseek": "deepseek-v2", "gpt3": "gpt3-175b",
+          "gpt2": "gpt2", "mixtral": "mixtral-8x7b", "granite": "granite-3b-code"}
+_DROP = {"instruct", "chat", "base", "it", "hf"}
+_TOKEN = (r"(?:v?\d+(?:\.\d+)*[a-z]?|\d+x\d+b|a\d+[bm]|xl|large|medium|small|lite|code|oss|nano|"
+          r"instruct|chat|base)")
+MENTION = re.compile(rf"\b({'|'.join(FAMILIES)})((?:[\s_-]?{_TOKEN}\b)*)(?!-?[a-z])",
+                     re.IGNORECASE)
+SIZE_ONLY = re.compile(r"\b(\d+(?:\.\d+)?)\s?B[\s-]+(?:model|Model)\b")
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]", "", name.lower())
+
+
+class Resolver:
+    """One document's name resolution: remembers the first model named of each family."""
+
+    def __init__(self, model_map: dict[str, str] | None = None, default: str | None = None):
+        self.model_map = {norm(k): v for k, v in (model_map or {}).items()}
+        self.raw_map = dict(model_map or {})
+        self.presets = {norm(p): p for p in preset_names()}
+        self.first: dict[str, str] = {}
+        self.named: dict[str, int] = {}  # family -> models of it named so far
+        self.default = default
+
+    def _family(self, key: str) -> str:
+        return next((f for f in FAMILIES if key.startswith(f)), "")
+
+    def resolve_key(self, key: str) -> str | None:
+        if key in self.model_map:
+            return self.model_map[key]
+        if key in self.presets:
+            return self.presets[key]
+        if key in SPELLINGS:
+            return SPELLINGS[key]
+        family = self._family(key)
+        starts = [p for k, p in self.presets.items() if k.startswith(key)]
+        if len(starts) == 1 and key != family:
+            return starts[0]
+        for choice in (self.first.get(key), self.first.get(family), self.default,
+                       FAMILY.get(key), FAMILY.get(family)):
+            if choice in starts:
+                return choice
+        return None
+
+    def mentions(self, text: str) -> list[tuple[int, int, str, str | None]]:
+        """(start, end, as written, resolved model or None) for each model named in `text`."""
+        found = []
+        for name in self.raw_map:
+            for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE):
+                found.append((m.start(), m.end(), m[0], self.raw_map[name]))
+        taken = [(s, e) for s, e, *_ in found]
+        for m in MENTION.finditer(text):
+            if any(s <= m.start() < e for s, e in taken):
+                continue
+            tokens = [t for t in re.split(r"[\s_-]+", m[2].strip(" _-")) if t]
+            kept = [t for t in tokens if t.lower() not in _DROP]
+            key = norm(m[1] + "".join(kept))
+            model = self.resolve_key(key)
+            if model and key not in self.first and key != self._family(key):
+                self.first.setdefault(key, model)
+                self.first.setdefault(self._family(key), model)
+            if model:
+                self.named[self._family(key)] = self.named.get(self._family(key), 0) + 1
+            found.append((m.start(), m.end(), m[0], model))
+        family = self._family(norm(self.default)) if self.default else \
+            max(self.named, key=self.named.get, default="")
+        if family:
+            for m in SIZE_ONLY.finditer(text):
+                if not any(s <= m.start() < e for s, e, *_ in found):
+                    found.append((m.start(), m.end(), m[0],
+                                  self._by_size(family, m[1].rstrip("0").rstrip("."))))
+        return sorted(found)
+
+    def _by_size(self, family: str, size: str) -> str | None:
+        hits = [p for k, p in self.presets.items()
+                if k.startswith(family) and re.search(rf"(?<![\d.]){re.escape(size)}b", p)]
+        return hits[0] if len(hits) == 1 else None
+
+    def only_model(self, text: str) -> str | None:
+        """The one model `text` names (a table cell, a heading), None for none or several."""
+        models = {m for *_, m in self.mentions(text)}
+        return models.pop() if len(models) == 1 else None
+
+
+def model_map_entries(entries) -> dict[str, str]:
+    """`--model-map NAME=MODEL` strings -> {NAME: MODEL}; MODEL may be a config.json path."""
+    from archscope.errors import InputError
+
+    out = {}
+    for entry in entries:
+        name, sep, model = entry.partition("=")
+        if not sep or not name.strip() or not model.strip():
+            raise InputError(f"--model-map {entry!r}: expected NAME=MODEL (a preset, a YAML "
+                             "spec or a config.json)")
+        model = model.strip()
+        if model not in preset_names() and not Path(model).exists():
+            raise InputError(f"--model-map {entry!r}: {model!r} is neither a preset nor a file")
+        out[name.strip()] = model
+    return out
