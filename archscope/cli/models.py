@@ -1,4 +1,5 @@
-"""`archscope list`, `show` and `compare`: the analytic commands (no torch unless --verify)."""
+"""`archscope list`, `show`, `compare` and `diff`: the analytic commands (no torch unless
+--verify)."""
 
 from __future__ import annotations
 
@@ -165,3 +166,37 @@ def _load_labelled(arg: str, overrides) -> tuple:
         if str(err).startswith(f"{model}:"):  # it names the model already
             raise
         raise InputError(f"{arg}: {err}") from None
+
+
+@cli.command()
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@_set_option
+@click.option("--seq-len", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Context length for the KV cache, decode step and prefill.")
+@format_option("markdown", "json", default="text")
+def diff(a, b, overrides, seq_len, fmt):
+    """Two models side by side: only what differs in their specs (dotted keys; the per-layer
+    plans summarised), and what each difference costs applied alone to A (parameters, cache
+    = KV + state at --seq-len, decode FLOPs), with the total A -> B. A and B are presets,
+    YAML specs, config.json files or folders, or MODEL:KEY=VALUE[,...] what-ifs; --set
+    applies to both.
+
+    \b
+    Examples:
+      archscope diff llama-3.2-1b llama-3.2-3b
+      archscope diff llama-3.2-1b llama-3.2-1b:attention.n_kv_heads=32 --seq-len 32768
+      archscope diff mistral-7b-v0.1 path/to/config.json --format json
+    """
+    from archscope.estimate.diff import diff_dict, spec_diff
+    from archscope.cli.options import model_label
+
+    (spec_a, set_a), (spec_b, set_b) = _load_labelled(a, overrides), _load_labelled(b, overrides)
+    d = spec_diff(spec_a, spec_b, seq_len, model_label(spec_a.name, set_a),
+                  model_label(spec_b.name, set_b))
+    if fmt == "json":
+        _echo_json(diff_dict(d))
+    else:
+        from archscope.report.terminal.diff import diff_markdown, diff_text
+
+        click.echo((diff_markdown if fmt == "markdown" else diff_text)(d), nl=False)
