@@ -73,12 +73,18 @@ def check_paths(paths, model_map: dict | None = None) -> list[ClaimResult]:
     return out
 
 
+# Quantities that state the same thing another way (an MHA cache per token is the per-layer
+# cache of the MHA what-if a transcription writes with `set`).
+SAME = {"kv_elements_per_token_mha": "kv_elements_per_token_per_layer"}
+
+
 def _key(r: ClaimResult):
+    quantity = SAME.get(r.quantity, r.quantity)
     try:
         s = parse_stated(r.stated, r.unit)
-        return r.model, r.quantity, round(s.low, 6), round(s.high, 6)
+        return r.model, quantity, round(s.low, 6), round(s.high, 6)
     except StatedError:
-        return r.model, r.quantity, r.stated.strip().lower()
+        return r.model, quantity, r.stated.strip().lower()
 
 
 def check_document(path: Path, model_map: dict | None = None) -> list[ClaimResult]:
