@@ -147,3 +147,27 @@ def active_params_from_modules(model) -> int:
             n = m.experts.gate_up_proj.shape[0]
             total -= experts // n * (n - m.gate.top_k)
     return total
+
+
+def theirs_loads_here(hf, folder, ids: torch.Tensor):
+    """transformers' save_pretrained of `hf`, loaded by archscope: (our model, our spec, the
+    max abs difference of the logits on `ids`)."""
+    from archscope.weights import load_checkpoint
+
+    hf.save_pretrained(folder)
+    ours, spec = load_checkpoint(folder)
+    with torch.no_grad():
+        return ours, spec, max_diff(ours(ids), hf(ids).logits)
+
+
+def ours_loads_there(spec: ModelSpec, folder, ids: torch.Tensor) -> float:
+    """A checkpoint archscope writes for `spec` (random weights, fp32), loaded by transformers'
+    class and by archscope: the max abs difference of the two models' logits on `ids`."""
+    from archscope.weights import load_checkpoint
+    from archscope.weights.writer import write_checkpoint
+
+    write_checkpoint(spec, folder, dtype=torch.float32)
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    mine, _ = load_checkpoint(folder)
+    with torch.no_grad():
+        return max_diff(mine(ids), theirs(ids).logits)

@@ -13,8 +13,8 @@ other way round: this module only uses the shared base helpers).
 
 from __future__ import annotations
 
-from archscope.spec.hf_keys import SPEC_TO_HF, Defaulted, Keys
-from archscope.spec.hf_readers_base import _act, _base, _heads, _select, mtp_layers
+from archscope.spec.hf_keys import SPEC_TO_HF, Keys
+from archscope.spec.hf_readers_base import _act, _base, _heads, _select, mtp_layers, rotary_fraction
 from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
 
@@ -26,20 +26,6 @@ SPEC_TO_HF["glm4_moe"] = {**SPEC_TO_HF["deepseek_v3"], "ffn.d_ff": "intermediate
 
 _PARTIAL = "partial_rotary_factor"
 _GLM_PARTIAL_DEFAULT = 0.5  # Glm4MoeConfig.__post_init__ sets it when the file has none
-
-
-def _rotary_fraction(c: Keys) -> float:
-    """partial_rotary_factor: from rope_parameters (where transformers 5 saves it) or the older
-    rope_scaling, else the top-level key, else Glm4MoeConfig's 0.5 (not a dataclass field, so
-    the default lookup cannot see it: noted here)."""
-    for section in ("rope_parameters", "rope_scaling"):
-        params = c.mapping(section)
-        if params.get(_PARTIAL) is not None:
-            return c.number(f"{section}.{_PARTIAL}", value=params[_PARTIAL])
-    if c.raw.get(_PARTIAL) is not None:
-        return c.number(_PARTIAL)
-    c.defaulted.setdefault(_PARTIAL, Defaulted(_PARTIAL, _GLM_PARTIAL_DEFAULT, c.where))
-    return _GLM_PARTIAL_DEFAULT
 
 
 def _moe(c: Keys) -> dict:
@@ -66,7 +52,7 @@ def read_glm4_moe(c: Keys) -> dict:
                  # attention_bias: q/k/v only; Glm4MoeAttention's o_proj never has one
                  **({"bias": True, "out_bias": False} if c.flag("attention_bias") else {}),
                  **({"qk_norm": "head"} if c.flag("use_qk_norm") else {}),
-                 "rotary_fraction": _rotary_fraction(c)}
+                 "rotary_fraction": rotary_fraction(c, _GLM_PARTIAL_DEFAULT)}
     out = {**base, "attention": attention, "mtp_layers": mtp_layers(c)}
     n = base["n_layers"]
     # Glm4MoeDecoderLayer: MoE when layer_idx >= first_k_dense_replace (no other rule)

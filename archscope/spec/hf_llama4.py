@@ -25,7 +25,7 @@ from collections import Counter
 
 from archscope.errors import SpecError
 from archscope.spec.hf_keys import Keys, what
-from archscope.spec.hf_readers_base import _act, _base, _heads, _select
+from archscope.spec.hf_readers_base import _act, _base, _check_types, _heads, _select
 from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
 
@@ -44,13 +44,7 @@ def _layer_types(c: Keys, uses: list[int], n: int) -> list[str]:
     types = c.get("layer_types", None)
     if types is None:  # Llama4TextConfig's rule: chunked where RoPE is on
         return ["chunked_attention" if u else "full_attention" for u in uses]
-    if not isinstance(types, list) or len(types) != n:
-        raise c.error("layer_types", f"expected a list of {n} strings (num_hidden_layers), "
-                                     f"each {' or '.join(_TYPES)}, {what(types)}")
-    for i, t in enumerate(types):
-        if not isinstance(t, str) or t not in _TYPES:
-            raise c.error(f"layer_types[{i}]", f"expected {' or '.join(_TYPES)} (the masks "
-                                               f"transformers' Llama 4 builds), {what(t)}")
+    _check_types(c, types, n, _TYPES, "the masks transformers' Llama 4 builds")
     return types
 
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 from archscope.errors import SpecError
 from archscope.spec.gated_deltanet import HF_KEYS as MIXER_KEYS
 from archscope.spec.hf_gpt_oss import _sliding_select
-from archscope.spec.hf_keys import FIELD, SPEC_TO_HF, Defaulted, Keys, what
-from archscope.spec.hf_readers_base import _act, _base, _heads, _select
+from archscope.spec.hf_keys import FIELD, SPEC_TO_HF, Keys, what
+from archscope.spec.hf_readers_base import (_act, _base, _check_types, _heads, _select,
+                                           class_default, rotary_fraction)
 from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
 
@@ -41,38 +42,13 @@ _INTERVAL, _INTERVAL_DEFAULT = "full_attention_interval", 4  # the same (popped,
 _TYPES = ("linear_attention", "full_attention")
 
 
-def _class_default(c: Keys, key: str, value):
-    """A key Qwen3NextConfig defaults in __post_init__ (no dataclass field, so the class
-    default lookup cannot see it): noted as defaulted here."""
-    c.defaulted.setdefault(key, Defaulted(key, value, c.where))
-    return value
-
-
-def _rotary_fraction(c: Keys) -> float:
-    """partial_rotary_factor from rope_parameters (transformers 5 saves it there), the older
-    rope_scaling, or the top level; else the class's 0.25."""
-    for section in ("rope_parameters", "rope_scaling"):
-        params = c.mapping(section)
-        if params.get(_PARTIAL) is not None:
-            return c.number(f"{section}.{_PARTIAL}", value=params[_PARTIAL])
-    if c.raw.get(_PARTIAL) is not None:
-        return c.number(_PARTIAL)
-    return _class_default(c, _PARTIAL, _PARTIAL_DEFAULT)
-
-
 def _layer_types(c: Keys, n: int) -> list[str]:
     types = c.get("layer_types", None)
     if types is None:  # Qwen3NextConfig's rule: layer i attends when (i + 1) % interval == 0
         interval = (c.size(_INTERVAL) if _INTERVAL in c.raw
-                    else _class_default(c, _INTERVAL, _INTERVAL_DEFAULT))
+                    else class_default(c, _INTERVAL, _INTERVAL_DEFAULT))
         types = [_TYPES[(i + 1) % interval == 0] for i in range(n)]
-    if not isinstance(types, list) or len(types) != n:
-        raise c.error("layer_types", f"expected a list of {n} strings (num_hidden_layers), "
-                                     f"each {' or '.join(_TYPES)}, {what(types)}")
-    for i, t in enumerate(types):
-        if not isinstance(t, str) or t not in _TYPES:
-            raise c.error(f"layer_types[{i}]", f"expected {' or '.join(_TYPES)} (Qwen3-Next's "
-                                               f"two layer types), {what(t)}")
+    _check_types(c, types, n, _TYPES, "Qwen3-Next's two layer types")
     return types
 
 
@@ -111,7 +87,7 @@ def read_qwen3_next(c: Keys) -> dict:
     out = {**base, "mixer": mixer, "ffn": moe or mlp,
            "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim,
                          "bias": c.flag("attention_bias"), "qk_norm": "head",
-                         "output_gate": True, "rotary_fraction": _rotary_fraction(c)},
+                         "output_gate": True, "rotary_fraction": rotary_fraction(c, _PARTIAL_DEFAULT)},
            "mtp_layers": c.size("num_nextn_predict_layers", least=0, fallback=0)}
     attends = [i for i, t in enumerate(_layer_types(c, n)) if t == "full_attention"]
     layers = []

@@ -3,7 +3,7 @@ family starts from, heads, windows and multipliers (hf_readers.py holds the fami
 
 from __future__ import annotations
 
-from archscope.spec.hf_keys import Keys, what
+from archscope.spec.hf_keys import Defaulted, Keys, what
 
 _ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",  # HF name -> ours
         "quick_gelu": "quick_gelu",
@@ -135,18 +135,20 @@ def _multipliers(c: Keys) -> dict:
             "residual": c.number("residual_multiplier"), "logits": c.number("logits_scaling")}
 
 
-def _check_types(c: Keys, types, n: int) -> None:
-    """`layer_types`: n strings, each full_attention or sliding_attention."""
+def _check_types(c: Keys, types, n: int, allowed=_LAYER_TYPES,
+                 why: str = "archscope reads no other") -> None:
+    """`layer_types`: n strings, each one of `allowed` (full_attention or sliding_attention
+    unless a family names its own)."""
     if not isinstance(types, list):
         raise c.error("layer_types", f"expected a list of {n} strings (num_hidden_layers), "
-                                     f"each {' or '.join(_LAYER_TYPES)}, {what(types)}")
+                                     f"each {' or '.join(allowed)}, {what(types)}")
     if len(types) != n:
         entries = "1 entry" if len(types) == 1 else f"{len(types)} entries"
         raise c.error("layer_types", f"has {entries}, but num_hidden_layers is {n}")
     for i, t in enumerate(types):
-        if not isinstance(t, str) or t not in _LAYER_TYPES:
-            raise c.error(f"layer_types[{i}]", f"expected {' or '.join(_LAYER_TYPES)} "
-                                               f"(archscope reads no other), {what(t)}")
+        if not isinstance(t, str) or t not in allowed:
+            raise c.error(f"layer_types[{i}]", f"expected {' or '.join(allowed)} ({why}), "
+                                               f"{what(t)}")
 
 
 def _windows(c: Keys, out: dict) -> dict:
@@ -180,3 +182,26 @@ def mtp_layers(c: Keys) -> int:
     """num_nextn_predict_layers (transformers 5 also reads it as num_mtp_layers): the MTP
     modules the checkpoint ships, which the model class does not build."""
     return c.size(c.alias("num_nextn_predict_layers", "num_mtp_layers"), least=0)
+
+
+PARTIAL = "partial_rotary_factor"
+
+
+def class_default(c: Keys, key: str, value):
+    """A key a config class defaults in its __post_init__ (no dataclass field, so the class
+    default lookup cannot see it): noted as defaulted here, and returned."""
+    c.defaulted.setdefault(key, Defaulted(key, value, c.where))
+    return value
+
+
+def rotary_fraction(c: Keys, default: float) -> float:
+    """partial_rotary_factor from rope_parameters (where transformers 5 saves it), the older
+    rope_scaling, or the top level; else the family class's `default` (GLM-4.5 0.5,
+    Qwen3-Next 0.25)."""
+    for section in ("rope_parameters", "rope_scaling"):
+        params = c.mapping(section)
+        if params.get(PARTIAL) is not None:
+            return c.number(f"{section}.{PARTIAL}", value=params[PARTIAL])
+    if c.raw.get(PARTIAL) is not None:
+        return c.number(PARTIAL)
+    return class_default(c, PARTIAL, default)

@@ -8,7 +8,6 @@ loading into transformers. No Bamba preset is shipped.
 
 import pytest
 import torch
-import transformers
 from transformers import DynamicCache
 
 from archscope.errors import SpecError
@@ -19,7 +18,7 @@ from archscope.spec.hf import spec_to_hf_config, write_hf_config
 from archscope.spec.resolved import differences
 from hf_configs import through_transformers, write_config
 from parity import (decode_stepwise, hf_eager_prefill_flops, load_same_weights, logits_case,
-                    max_diff, meta_param_counts, tiny_spec, twins)
+                    max_diff, meta_param_counts, ours_loads_there, tiny_spec, twins)
 
 TOL = 1e-4
 T, PREFILL, BATCH = 22, 9, 2
@@ -108,14 +107,5 @@ def test_bad_keys_are_named(tmp_path, change, key):
 
 
 def test_a_checkpoint_archscope_writes_loads_in_transformers(tmp_path):
-    from archscope.weights import load_checkpoint
-    from archscope.weights.writer import write_checkpoint
-
-    spec = bamba(vocab_size=300)
-    write_checkpoint(spec, tmp_path / "ours", dtype=torch.float32)
-    theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "ours",
-                                                               dtype=torch.float32).eval()
-    mine, _ = load_checkpoint(tmp_path / "ours")
     ids = torch.randint(0, 300, (2, 11), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        assert max_diff(mine(ids), theirs(ids).logits) < TOL
+    assert ours_loads_there(bamba(vocab_size=300), tmp_path / "ours", ids) < TOL

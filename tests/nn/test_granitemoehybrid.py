@@ -17,25 +17,16 @@ from archscope.nn import build_model
 from archscope.nn.cache import LayerCache
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
+from hybrid_specs import ATTENDS, tiny_granite
 from parity import (active_params_from_modules, decode_stepwise, hf_eager_prefill_flops,
-                    load_same_weights, logits_case, max_diff, meta_param_counts, tiny_spec, twins)
+                    load_same_weights, logits_case, max_diff, meta_param_counts, twins)
 
 TOL = 1e-4
 T, PREFILL, BATCH = 22, 9, 2  # a prompt of chunks 4, 4 and 1, then 13 cached decode steps
-ATTENDS = [1, 4]  # the other three of five layers are Mamba-2
 DENSE = dict(kind="swiglu", d_ff=40)
 
 
-def granite(**changes):
-    base = dict(n_layers=5, d_model=32, tie_embeddings=True, position=dict(kind="none"),
-                attention=dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=8),
-                mixer=dict(kind="mamba2", n_heads=8, head_dim=8, d_state=8, n_groups=2,
-                           conv_kernel=4, chunk_size=4),
-                ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16, n_shared_experts=1,
-                         d_shared=24, router=dict(normalize=True)),
-                multipliers=dict(embedding=12.0, attention=0.125, residual=0.22, logits=6.0),
-                layers=[dict(select=ATTENDS, mixer="attention")])
-    return tiny_spec(**{**base, **changes})
+granite = tiny_granite  # the tiny MoE hybrid (tests/hybrid_specs.py)
 
 
 @pytest.fixture(scope="module", params=["moe", "dense"])

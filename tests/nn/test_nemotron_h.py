@@ -19,7 +19,8 @@ from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import table_for
 from parity import (active_params_from_modules, decode_stepwise, load_same_weights, logits_case,
-                    max_diff, meta_param_counts, tiny_spec, twins)
+                    max_diff, meta_param_counts, ours_loads_there, theirs_loads_here,
+                    tiny_spec, twins)
 
 TOL = 1e-4  # fp32; measured differences are about 4e-6 on logits of size ~5
 T, PREFILL = 23, 11  # an 11-token prompt = chunks of 4, 4 and 3, then 12 cached decode steps
@@ -192,21 +193,10 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate(name, total):
 def test_checkpoints_load_both_ways(setup, tmp_path):
     """save_pretrained's file (backbone.* names) loads through the weight table; a checkpoint
     archscope writes (model.* names) loads in transformers with the same logits."""
-    from archscope.weights import load_checkpoint
-    from archscope.weights.writer import write_checkpoint
-
     spec, hf, _, ids, reference = setup
-    hf.save_pretrained(tmp_path / "theirs")
-    ours, _ = load_checkpoint(tmp_path / "theirs")
-    with torch.no_grad():
-        assert max_diff(ours(ids), reference) < TOL
+    assert theirs_loads_here(hf, tmp_path / "theirs", ids)[2] < TOL
     written = nemotron(vocab_size=300)  # make-checkpoint's byte-level tokenizer needs 262 ids
-    write_checkpoint(written, tmp_path / "ours", dtype=torch.float32)
-    theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "ours",
-                                                               dtype=torch.float32).eval()
-    mine, _ = load_checkpoint(tmp_path / "ours")
-    with torch.no_grad():
-        assert max_diff(mine(ids), theirs(ids).logits) < TOL
+    assert ours_loads_there(written, tmp_path / "ours", ids) < TOL
 
 
 def test_make_checkpoint_then_generate(run_cli, tmp_path):

@@ -8,27 +8,20 @@ transformers, then `archscope generate`).
 
 import pytest
 import torch
-import transformers
 
 from archscope.errors import SpecError
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config, write_hf_config
 from archscope.spec.resolved import differences
 from hf_configs import through_transformers, write_config
-from parity import max_diff, tiny_spec
+from hybrid_specs import tiny_granite
 
 
 def granite(**changes):
-    """A tiny MoE hybrid: Mamba-2 layers 0, 2, 3 and a NoPE attention layer 1."""
-    base = dict(n_layers=4, d_model=32, tie_embeddings=True, position=dict(kind="none"),
-                attention=dict(kind="gqa", n_heads=4, n_kv_heads=2, head_dim=8),
-                mixer=dict(kind="mamba2", n_heads=8, head_dim=8, d_state=8, n_groups=2,
-                           conv_kernel=4, chunk_size=4),
-                ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16, n_shared_experts=1,
-                         d_shared=24, router=dict(normalize=True)),
-                multipliers=dict(embedding=12.0, attention=0.125, residual=0.22, logits=6.0),
-                layers=[dict(select=[1], mixer="attention")])
-    return tiny_spec(**{**base, **changes})
+    """The parity tests' tiny MoE hybrid at 4 layers: Mamba-2 layers 0, 2, 3 and a NoPE
+    attention layer 1."""
+    return tiny_granite(**{"n_layers": 4, "layers": [dict(select=[1], mixer="attention")],
+                           **changes})
 
 ATTENTION_AT = (5, 15, 25, 35)
 TYPES = ["attention" if i in ATTENTION_AT else "mamba" for i in range(40)]
@@ -140,24 +133,14 @@ def test_checkpoints_load_both_ways_and_generate(tmp_path, run_cli):
     """transformers' save_pretrained loads through the weight table (its checkpoint names the
     experts by transformers 5's names); a checkpoint archscope writes loads in transformers
     with the same logits, and `archscope generate` runs on it."""
-    from archscope.weights import load_checkpoint
-    from archscope.weights.writer import write_checkpoint
-    from parity import twins
+    from parity import ours_loads_there, theirs_loads_here, twins
 
     spec = granite(vocab_size=300)  # make-checkpoint's byte-level tokenizer needs 262 ids
     hf, _ = twins(spec)
     ids = torch.randint(0, spec.vocab_size, (2, 11), generator=torch.Generator().manual_seed(1))
-    hf.save_pretrained(tmp_path / "theirs")
-    ours, loaded = load_checkpoint(tmp_path / "theirs")
-    assert list(differences(loaded, spec)) == []
-    with torch.no_grad():
-        assert max_diff(ours(ids), hf(ids).logits) < 1e-4
-    write_checkpoint(spec, tmp_path / "ours", dtype=torch.float32)
-    theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "ours",
-                                                               dtype=torch.float32).eval()
-    mine, _ = load_checkpoint(tmp_path / "ours")
-    with torch.no_grad():
-        assert max_diff(mine(ids), theirs(ids).logits) < 1e-4
+    _, loaded, diff = theirs_loads_here(hf, tmp_path / "theirs", ids)
+    assert list(differences(loaded, spec)) == [] and diff < 1e-4
+    assert ours_loads_there(spec, tmp_path / "ours", ids) < 1e-4
     code, _, err = run_cli("generate", "--weights", str(tmp_path / "ours"), "--device", "cpu",
                            "--new-tokens", "4", "Hello")
     assert code == 0, err
