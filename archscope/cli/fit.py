@@ -20,8 +20,9 @@ def gpu_option(help: str):
 @click.argument("model")
 @gpu_option("A catalog part (`archscope hardware`) or cpu. Without it: the catalog table, "
             "which GPUs and how many hold the model in each format.")
-@click.option("--n-gpus", type=click.IntRange(min=1), default=1, show_default=True,
-              help="GPUs of that kind: --n-gpus / --tp replicas of a --tp group.")
+@click.option("--n-gpus", type=click.IntRange(min=1), default=None,
+              help="GPUs of that kind: --n-gpus / --tp replicas of a --tp group [default: "
+                   "--tp, else 1].")
 @click.option("--weight-format", default=None, metavar="FORMAT",
               help="Weight storage format: bf16, fp16, fp8, fp8-block, int8, int4-g128, nvfp4, "
                    "mxfp4, mxfp4-experts, q8_0, q6_k, q5_k_m, q4_k_m [default: bf16; the "
@@ -67,7 +68,7 @@ def fit_cmd(model, gpu, n_gpus, weight_format, kv_dtype, context, batch, gpu_mem
     from archscope.estimate.fit import Setup, fit
     from archscope.hardware import get_hardware
 
-    setup = Setup(n_gpus=n_gpus, tp=tp, ep=ep, weight_format=weight_format or "bf16",
+    setup = Setup(n_gpus=n_gpus or tp or 1, tp=tp, ep=ep, weight_format=weight_format or "bf16",
                   kv_dtype=kv_dtype, context=context, batch=batch,
                   gpu_memory_utilization=gpu_memory_utilization,
                   bandwidth_fraction=bandwidth_fraction, compute_fraction=compute_fraction)

@@ -42,9 +42,10 @@ def test_json_keys_are_present_and_counts_are_integers(capsys):
     assert row["fractions"]["bandwidth_source"] and row["fractions"]["compute_source"]
 
 
-def test_a_tp_that_does_not_divide_the_kv_heads_exits_2_naming_them(capsys):
-    code, out, err = _run(["fit", "llama-3.1-8b", "--gpu", "h100-sxm", "--n-gpus", "3",
-                           "--tp", "3"], capsys)
+@pytest.mark.parametrize("gpus", [["--n-gpus", "3"], []])  # --n-gpus defaults to --tp
+def test_a_tp_that_does_not_divide_the_kv_heads_exits_2_naming_them(gpus, capsys):
+    code, out, err = _run(["fit", "llama-3.1-8b", "--gpu", "h100-sxm", *gpus, "--tp", "3"],
+                          capsys)
     assert code == 2 and out == ""
     assert "KV heads (8)" in err and "Traceback" not in err
 
