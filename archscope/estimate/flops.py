@@ -120,20 +120,44 @@ def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int]
         raise InputError(f"mla_flops must be one of {', '.join(MLA_CONVENTIONS)}, got {mla!r}")
     macs = dict.fromkeys(COMPONENTS + (MIXER_COMPONENTS if spec.hybrid else ()), 0)
     for layer in spec.plan:
-        attn = layer.attention
-        for part in layer_parts(spec, layer):
-            if part.macs:
-                uses = keys(attn) if part.per_key else tokens
-                macs[_component(part.name)] += part.macs * part.active * uses
-        if attn is None:
-            continue
-        qk_dim, v_dim = _pair_dims(attn, mla)
-        macs["attention_qk"] += pairs(attn) * attn.n_heads * qk_dim
-        macs["attention_av"] += pairs(attn) * attn.n_heads * v_dim
+        _layer_macs(spec, layer, tokens, pairs, keys, mla, macs)
     for part in head_parts(spec):
         if part.macs:
             macs[_component(part.name)] += part.macs * tokens
     return macs
+
+
+def _layer_macs(spec: ModelSpec, layer, tokens: int, pairs, keys, mla: MLAFlops,
+                macs: dict[str, int]) -> None:
+    """Add one layer's multiply-adds to `macs` (see `_forward`)."""
+    attn = layer.attention
+    for part in layer_parts(spec, layer):
+        if part.macs:
+            uses = keys(attn) if part.per_key else tokens
+            macs[_component(part.name)] += part.macs * part.active * uses
+    if attn is not None:
+        qk_dim, v_dim = _pair_dims(attn, mla)
+        macs["attention_qk"] += pairs(attn) * attn.n_heads * qk_dim
+        macs["attention_av"] += pairs(attn) * attn.n_heads * v_dim
+
+
+def decode_flops_by_layer(spec: ModelSpec, context: int, mla: MLAFlops = "absorbed"
+                          ) -> list[dict[str, int]]:
+    """One decode step of one sequence at `context`, layer by layer: {component: FLOPs} with
+    the components of `decode_flops` (lm_head left out: it follows the last layer); a state
+    layer's `mixer_state` is its recurrence step. The layers sum to decode_flops minus lm_head."""
+    _check("context", context)
+    out = []
+    for layer in spec.plan:
+        macs = dict.fromkeys(COMPONENTS[:-1] + (MIXER_COMPONENTS if spec.hybrid else ()), 0)
+        read = layer.attention.keys_read(context) if layer.attention is not None else 0
+        _layer_macs(spec, layer, 1, lambda a: read, lambda a: read if mla == "recompute" else 1,
+                    mla, macs)
+        flops = {k: 2 * v for k, v in macs.items()}
+        if layer.state is not None:
+            flops["mixer_state"] = sum(mixer_kind(layer.state.kind).step_flops(layer.state).values())
+        out.append(flops)
+    return out
 
 
 def _state_flops(spec: ModelSpec, prompt: int | None) -> int:

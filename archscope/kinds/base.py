@@ -77,6 +77,7 @@ class AttentionKind:
     title: Callable  # (attn) -> the diagram's attention subgraph title
     short: Callable  # (attn) -> the model overview's line: 'GQA 32/8 heads'
     draw: Drawer  # (graph, spec, attn) -> (entry node ids, exit node id)
+    explain: Callable  # (attn, d_model) -> a paragraph: what it does, its formula, its numbers
     compressed_cache: bool = False  # the cache holds less than the per-head K/V (MLA's latent)
 
     def factory(self) -> Callable:
@@ -99,6 +100,7 @@ class FFNKind:
     short: Callable  # (ffn) -> the model overview's fragment: 'SwiGLU 8,192'
     draw: Drawer  # (graph, spec, ffn) -> (entry node ids, exit node id)
     claim_names: Callable  # (ffn) -> names a document may use for it: ['SwiGLU', 'MoE']
+    explain: Callable  # (ffn, d_model) -> a paragraph: what it does, its formula, its numbers
 
     def factory(self) -> Callable:
         return load_factory(self.module)
@@ -123,6 +125,7 @@ class StateMixerKind:
     title: Callable  # (mixer) -> the diagram's mixer subgraph title
     short: Callable  # (mixer) -> the model overview's fragment
     draw: Drawer  # (graph, spec, mixer) -> (entry node ids, exit node id)
+    explain: Callable  # (mixer, d_model) -> a paragraph: what it does, its formula, its numbers
 
     def factory(self) -> Callable:
         return load_factory(self.module)

@@ -172,6 +172,20 @@ def draw(g_, spec, g):
     return [qkvz, ba], out
 
 
+def explain(g, d: int) -> str:
+    """The gated delta rule and its constant state."""
+    s = state_elements(g)
+    return (f"Gated DeltaNet in place of attention: q and k ({g.n_key_heads} heads × "
+            f"{g.key_head_dim}) and v ({g.n_value_heads} heads × {g.value_head_dim}) pass a causal "
+            f"conv of width {g.conv_kernel}; each value head keeps a {g.key_head_dim} × "
+            f"{g.value_head_dim} state S, updated per token by the gated delta rule "
+            "S ← α·S·(I − β·k·kᵀ) + β·v·kᵀ (α a learned decay, β a write strength) and read as "
+            "o = S·q, then normed, gated and projected back to "
+            f"{commas(d)}. The state is {g.n_value_heads} × {g.key_head_dim} × {g.value_head_dim} "
+            f"= {commas(s['recurrent'])} values (fp32) plus a conv window of {commas(s['conv'])}, "
+            "whatever the context.")
+
+
 register(StateMixerKind(
     name="gated_deltanet", module="archscope.nn.gated_deltanet:gated_deltanet", parts=parts,
     state_bytes=lambda g, act_bytes: state_bytes(g, act_bytes),
@@ -182,4 +196,4 @@ register(StateMixerKind(
     title=lambda g: (f"Gated DeltaNet mixer: {g.n_key_heads} q/k heads, {g.n_value_heads} "
                      "value heads"),
     short=lambda g: f"Gated DeltaNet {g.n_key_heads}/{g.n_value_heads} heads",
-    draw=draw))
+    draw=draw, explain=explain))

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from archscope.kinds.base import FFNKind, gated_parts
 from archscope.kinds.registry import register
-from archscope.kinds.swiglu import draw_gated, fused_text
+from archscope.kinds.swiglu import draw_gated, explain_gated, fused_text
+from archscope.kinds.wording import ACTIVATION_NAMES
 from archscope.units import commas
 
 
@@ -26,4 +27,5 @@ register(FFNKind(
     hidden=lambda f: f.d_ff, activation_width=lambda f: 2 * f.d_ff,
     display="GeGLU", describe=describe, label=lambda f: "GeGLU",
     title=lambda f: "GeGLU MLP", short=lambda f: f"GeGLU MLP {commas(f.d_ff)}",
-    draw=draw_gated, claim_names=lambda f: ["GeGLU", f.activation]))
+    draw=draw_gated, claim_names=lambda f: ["GeGLU", f.activation],
+    explain=lambda f, d: explain_gated(f, d, ACTIVATION_NAMES[f.activation])))

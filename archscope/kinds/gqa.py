@@ -142,6 +142,35 @@ def draw(g, spec, a):
     return entry, o
 
 
+def explain(a, d: int) -> str:
+    """What the layer computes, with its sizes, and what its KV sharing saves over MHA."""
+    hd, h, kv, g = a.head_dim, a.n_heads, a.n_kv_heads, a.group_size
+    if kv == h:
+        lead = f"Multi-head attention (MHA): each of the {h} query heads has its own key and value head"
+    elif kv == 1:
+        lead = f"Multi-query attention (MQA): all {h} query heads share one key and value head"
+    else:
+        lead = (f"Grouped-query attention (GQA): {h} query heads share {kv} key/value heads, "
+                f"each KV head serving a group of {h} / {kv} = {g} query heads")
+    text = (f"{lead}, all of {hd} dims. q = x·W_q ({commas(d)} → {h}×{hd}), k = x·W_k and "
+            f"v = x·W_v ({commas(d)} → {kv}×{hd} each); per query head i, "
+            f"o_i = softmax(q_i·k_{{g(i)}}ᵀ / √{hd})·v_{{g(i)}} over the keys it may see; "
+            f"out = concat(o)·W_o ({h}×{hd} → {commas(d)}).")
+    ours, mha = 2 * kv * hd, 2 * h * hd
+    text += f" A token caches 2 × {kv} × {hd} = {commas(ours)} elements per layer"
+    if g > 1:
+        text += (f", where MHA would cache 2 × {h} × {hd} = {commas(mha)}: {g}× less "
+                 f"({100 * (1 - ours / mha):.0f}% saved), and k_proj + v_proj hold "
+                 f"{commas(2 * d * kv * hd)} parameters against MHA's {commas(2 * d * h * hd)}.")
+    else:
+        text += "; every query head has its own, so nothing is shared or saved."
+    if a.window:
+        text += f" A sliding window keeps each query to the last {commas(a.window)} keys, which caps the cache."
+    if a.chunk:
+        text += f" Chunked attention: a query sees only its own chunk of {commas(a.chunk)} tokens."
+    return text + (f" Also: {qk_text(a).removeprefix(', ')}." if qk_text(a) else "")
+
+
 register(AttentionKind(
     name="gqa", module="archscope.nn.attention:GQAAttention", parts=parts,
     cache_elements=cache_elements, decompressed_elements=cache_elements,
@@ -152,4 +181,4 @@ register(AttentionKind(
     heads=lambda a: f"{a.n_heads}/{a.n_kv_heads}",
     title=title,
     short=lambda a: f"{a.variant} {a.n_heads}/{a.n_kv_heads} heads" + window_short(a),
-    draw=draw))
+    draw=draw, explain=explain))

@@ -162,6 +162,20 @@ def draw(g, spec, m):
     return [proj], out
 
 
+def explain(m, d: int) -> str:
+    """The selective state-space recurrence and its constant state."""
+    s = state_elements(m)
+    return (f"Mamba-2 (SSD) in place of attention: in_proj maps x ({commas(d)}) to a gate z and "
+            f"an input x' ({commas(m.d_inner)} each), B and C ({m.n_groups} group(s) × "
+            f"{m.d_state}) and one step size dt per head; a causal depthwise conv of width "
+            f"{m.conv_kernel} mixes the last tokens. Each of {m.n_heads} heads keeps a "
+            f"{m.head_dim} × {m.d_state} state S, updated per token as S ← exp(dt·A)·S + "
+            "dt·x'·Bᵀ and read as y = S·C + D·x'; y is normed with the gate z and out_proj maps "
+            f"it back to {commas(d)}. The state is {m.n_heads} × {m.head_dim} × {m.d_state} = "
+            f"{commas(s['ssm'])} values (fp32) plus a conv window of {commas(s['conv'])}, whatever "
+            "the context: no cache grows with the tokens.")
+
+
 register(StateMixerKind(
     name="mamba2", module="archscope.nn.mamba2:mamba2", parts=parts,
     state_bytes=lambda m, act_bytes: {"conv": state_elements(m)["conv"] * act_bytes,
@@ -172,4 +186,4 @@ register(StateMixerKind(
     label=lambda m: f"Mamba-2 {m.n_heads}×{m.head_dim}, state {m.d_state}",
     title=lambda m: f"Mamba-2 mixer: {m.n_heads} heads × {m.head_dim}, state {m.d_state}",
     short=lambda m: f"Mamba-2 {m.n_heads}×{m.head_dim}",
-    draw=draw))
+    draw=draw, explain=explain))

@@ -98,6 +98,23 @@ def draw(g, spec, a):
     return [first, kv_a], o
 
 
+def explain(a, d: int) -> str:
+    """The latent: what is cached, what it decompresses to, and the saving."""
+    latent, rope, h = a.kv_lora_rank, a.qk_rope_head_dim, a.n_heads
+    cached, full = latent + rope, h * (a.qk_head_dim + a.value_head_dim)
+    q = (f"q passes a rank-{a.q_lora_rank} bottleneck (q_a_proj, RMSNorm, q_b_proj)"
+         if a.q_lora_rank else "q = x·W_q")
+    return (f"Multi-head latent attention (MLA): keys and values of all {h} heads are "
+            f"up-projected (kv_b_proj) from one latent c = x·W_DKV of {latent} dims, and one "
+            f"RoPE key of {rope} dims is shared by every head; {q}. Per head the query-key "
+            f"dot product spans {a.qk_nope_head_dim} + {rope} = {a.qk_head_dim} dims and the value "
+            f"{a.value_head_dim}. Only the latent and the RoPE key are cached: {latent} + {rope} = "
+            f"{commas(cached)} elements per token per layer, against {h} × ({a.qk_head_dim} + "
+            f"{a.value_head_dim}) = {commas(full)} for the decompressed keys and values "
+            f"({full / cached:.1f}× less). Serving kernels fold kv_b_proj into the query and the "
+            "output and attend over the latent itself.")
+
+
 register(AttentionKind(
     name="mla", module="archscope.nn.mla:MLAttention", parts=parts,
     cache_elements=lambda a: a.kv_lora_rank + a.qk_rope_head_dim,
@@ -110,4 +127,4 @@ register(AttentionKind(
                      f"shared RoPE key {a.qk_rope_head_dim}"),
     short=lambda a: f"MLA {a.n_heads} heads, latent {a.kv_lora_rank}"
                     + (f", window {commas(a.window)}" if a.window else ""),
-    draw=draw, compressed_cache=True))
+    draw=draw, explain=explain, compressed_cache=True))

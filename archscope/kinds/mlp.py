@@ -29,9 +29,18 @@ def describe(f, d: int) -> str:
     return f"MLP {d}->{f.d_ff}->{d} ({f.activation}{bias})"
 
 
+def explain(f, d: int, act: str | None = None) -> str:
+    act = act or ACTIVATION_NAMES[f.activation]
+    return (f"out = W_down·{act}(W_up·x), {commas(d)} → {commas(f.d_ff)} → {commas(d)}: an "
+            f"expansion of {commas(f.d_ff)} / {commas(d)} = {f.d_ff / d:.2f}×, two matrices of "
+            f"{commas(d * f.d_ff)} weights each ({commas(2 * d * f.d_ff)} in all). Nothing gates "
+            f"it: the activation alone decides what passes; a gated unit (SwiGLU) of the same "
+            f"width would need a third matrix, {commas(3 * d * f.d_ff)} weights.")
+
+
 register(FFNKind(
     name="mlp", module="archscope.nn.ffn:mlp", parts=parts,
     hidden=lambda f: f.d_ff, activation_width=lambda f: f.d_ff,
     display="MLP", describe=describe, label=lambda f: f"MLP ({f.activation})",
     title=lambda f: "MLP", short=lambda f: f"MLP {commas(f.d_ff)}", draw=draw,
-    claim_names=lambda f: ["MLP", f.activation]))
+    claim_names=lambda f: ["MLP", f.activation], explain=explain))

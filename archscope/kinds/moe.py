@@ -75,6 +75,25 @@ def draw(g, spec, f):
     return entries, out
 
 
+def explain(f, d: int) -> str:
+    """Routing, the expert unit, and the share of the layer a token uses."""
+    experts = 3 * d * f.d_expert
+    shared = 3 * d * f.shared_width if f.shared_experts else 0
+    router = d * f.n_experts
+    total, active = router + f.n_experts * experts + shared, router + f.top_k * experts + shared
+    text = (f"A router (W_r, {commas(d)} → {f.n_experts}) scores every expert for each token "
+            f"({f.routing.method}, {f.routing.scoring}) and the {f.top_k} best run: each a gated "
+            f"unit W_down·(act(W_gate·x) ⊙ W_up·x) of {commas(f.d_expert)} "
+            f"({f.d_expert / d:.2f}× {commas(d)}; three matrices, {commas(experts)} weights), "
+            "their outputs summed with the router's weights.")
+    if f.shared_experts:
+        text += (f" A shared unit of {commas(f.shared_width)} runs for every token"
+                 + (", scaled by a sigmoid gate" if f.shared_gate else "") + ".")
+    return text + (f" A token uses {commas(active)} of the layer's {commas(total)} matrix weights "
+                   f"({100 * active / total:.1f}%): the cost of a small dense FFN, the capacity "
+                   "of a large one.")
+
+
 register(FFNKind(
     name="moe", module="archscope.nn.moe:MoE", parts=parts,
     hidden=lambda f: f.d_expert,
@@ -83,4 +102,4 @@ register(FFNKind(
     label=lambda f: f"MoE: {f.n_experts} SwiGLU experts, top-{f.top_k}{_shared(f)}",
     title=lambda f: f"MoE: {f.n_experts} routed experts, top-{f.top_k}{_shared(f)}",
     short=lambda f: f"MoE {f.n_experts}×{commas(f.d_expert)}, top-{f.top_k}{_shared(f)}",
-    draw=draw, claim_names=lambda f: ["SwiGLU", "MoE"]))
+    draw=draw, claim_names=lambda f: ["SwiGLU", "MoE"], explain=explain))

@@ -8,7 +8,7 @@ relu2; transformers' NemotronH: mlp_hidden_act relu2). up_proj d -> d_ff, down_p
 from __future__ import annotations
 
 from archscope.kinds.base import FFNKind
-from archscope.kinds.mlp import draw, parts
+from archscope.kinds.mlp import draw, explain, parts
 from archscope.kinds.registry import register
 from archscope.units import commas
 
@@ -23,4 +23,5 @@ register(FFNKind(
     hidden=lambda f: f.d_ff, activation_width=lambda f: f.d_ff,
     display="squared-ReLU MLP", describe=describe, label=lambda f: "MLP (squared ReLU)",
     title=lambda f: "squared-ReLU MLP", short=lambda f: f"squared-ReLU MLP {commas(f.d_ff)}",
-    draw=draw, claim_names=lambda f: ["MLP", "relu2", "squared ReLU", "ReLU²"]))
+    draw=draw, claim_names=lambda f: ["MLP", "relu2", "squared ReLU", "ReLU²"],
+    explain=lambda f, d: explain(f, d, "ReLU²")))

@@ -51,10 +51,24 @@ def describe(f, d: int) -> str:
     return f"SwiGLU {d}->{f.d_ff}->{d} ({f.activation}{bias}{fused_text(f)}{clamp_text(f)})"
 
 
+def explain_gated(f, d: int, act: str) -> str:
+    """A gated MLP (SwiGLU, GeGLU): why three matrices, and the two-matrix MLP it compares to."""
+    ff = f.d_ff
+    return (f"out = W_down·({act}(W_gate·x) ⊙ W_up·x), {commas(d)} → {commas(ff)} → {commas(d)}: "
+            f"an expansion of {commas(ff)} / {commas(d)} = {ff / d:.2f}×. Gating needs three "
+            f"matrices: gate_proj makes the gate that {act} turns into per-unit weights, up_proj "
+            "makes the values those weights multiply elementwise (two independent projections "
+            "of the same x), and down_proj maps the product back. That is "
+            f"3 × {commas(d)} × {commas(ff)} = {commas(3 * d * ff)} weights, where a two-matrix "
+            f"MLP as wide holds {commas(2 * d * ff)} (1.5× fewer); for equal parameters a "
+            f"two-matrix MLP would be {commas(3 * ff // 2)} wide.")
+
+
 register(FFNKind(
     name="swiglu", module="archscope.nn.ffn:swiglu",
     parts=lambda f, d: gated_parts("ffn", d, f.d_ff, f.bias, bool(f.fused_gate_up)),
     hidden=lambda f: f.d_ff, activation_width=lambda f: 2 * f.d_ff,
     display="SwiGLU", describe=describe, label=lambda f: "SwiGLU",
     title=lambda f: "SwiGLU MLP", short=lambda f: f"SwiGLU MLP {commas(f.d_ff)}",
-    draw=draw_gated, claim_names=lambda f: ["SwiGLU"]))
+    draw=draw_gated, claim_names=lambda f: ["SwiGLU"],
+    explain=lambda f, d: explain_gated(f, d, ACTIVATION_NAMES[f.activation])))

@@ -22,6 +22,7 @@ def module_rows(module: nn.Module, prefix: str = "") -> list[dict]:
             continue
         shapes = ", ".join(f"{p}{list(t.shape)}" for p, t in own)
         rows.append({"module": name, "type": type(child).__name__, "shapes": shapes,
+                     "weights": {p: list(t.shape) for p, t in own},
                      "params": sum(t.numel() for _, t in own)})
     return rows
 

@@ -48,7 +48,8 @@ def attention_record(attn: AttentionSpec, indices: list[int], d_model: int) -> d
         "layers": layers_text(indices), "count": len(indices),
         "kind": attn.kind, "variant": attn.variant,
         "label": kind.label(attn), "heads_text": kind.heads(attn),
-        "describe": kind.describe(attn), "cache_formula": kind.cache_formula(attn),
+        "describe": kind.describe(attn), "explain": kind.explain(attn, d_model),
+        "cache_formula": kind.cache_formula(attn),
         "n_heads": attn.n_heads, "kv_heads": attn.kv_heads, "group_size": attn.group_size,
         "qk_head_dim": attn.qk_head_dim, "v_head_dim": attn.value_head_dim,
         "window": attn.window, "chunk": attn.chunk, "bias": attn.bias, "out_bias": attn.has_out_bias,
@@ -71,7 +72,7 @@ def ffn_record(ffn: FFNSpec, indices: list[int], d_model: int) -> dict:
     return {
         "layers": layers_text(indices), "count": len(indices),
         "kind": ffn.kind, "display": kind.display, "label": kind.label(ffn),
-        "describe": kind.describe(ffn, d_model),
+        "describe": kind.describe(ffn, d_model), "explain": kind.explain(ffn, d_model),
         "activation": ffn.activation, "bias": ffn.bias,
         "d_ff": ffn.d_ff, "d_expert": ffn.d_expert, "n_experts": ffn.n_experts,
         "top_k": ffn.top_k, "n_shared_experts": ffn.n_shared_experts,
@@ -87,6 +88,7 @@ def mixer_record(mixer, indices: list[int], d_model: int) -> dict:
     kind = mixer_kind(mixer.kind)
     return {"layers": layers_text(indices), "count": len(indices), "kind": mixer.kind,
             "display": kind.display, "label": kind.label(mixer), "describe": kind.describe(mixer),
+            "explain": kind.explain(mixer, d_model),
             "params_per_layer": sum(p.params * p.copies for p in kind.parts(mixer, d_model))}
 
 

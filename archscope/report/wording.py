@@ -14,6 +14,9 @@ NO_MIXER, NO_FFN = "no mixer (an MLP-only layer)", "no FFN (a mixer-only layer)"
 
 NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
 SCALING_NAMES = {"llama3": "llama3", "yarn": "YaRN", "linear": "linear"}
+# what a norm's position makes of a sublayer f (attention, a state mixer or the FFN) on x
+NORM_FORMULAS = {"pre": "x + f(Norm(x))", "post": "Norm(x + f(x))", "output": "x + Norm(f(x))",
+                 "sandwich": "x + Norm₂(f(Norm₁(x)))"}
 POSITION_NAMES = {"learned": "learned absolute", "none": "none", "rope": "RoPE"}
 
 
@@ -115,3 +118,43 @@ def norm_name(record: dict) -> str:
 def scaling_field(record: dict, key: str) -> str:
     s = record["position"]["scaling"]
     return num(s[key]) if s and key in s else DASH
+
+
+# --- explanations of what is not a kind: norms, positions, tying ----------------------------
+
+NORM_MATH = {"rmsnorm": "y = x / √(mean(x²) + ε) · w", "layernorm": "y = (x − mean(x)) / √(var(x) + ε) · w"}
+
+
+def norm_explain(n: NormSpec, d: int) -> str:
+    math = NORM_MATH[n.kind] + (" + b" if n.has_bias else "")
+    if n.unit_offset:
+        math = math.replace("· w", "· (1 + w)")
+    params = (2 if n.has_bias else 1) * d
+    return (f"{NORM_NAMES[n.kind]}: {math}, ε = {n.eps:g}, {params:,} parameters per norm of "
+            f"width {d:,}. Placement '{n.position}': each sublayer f becomes "
+            f"{NORM_FORMULAS[n.position]}" + (", and a final norm precedes lm_head." if
+                                            n.position != "post" else "."))
+
+
+def position_explain(p: PositionSpec, spec: ModelSpec) -> str:
+    if p.kind == "learned":
+        return (f"Learned absolute positions: a {spec.max_seq_len:,} × {spec.d_model:,} table "
+                f"({spec.max_seq_len * spec.d_model:,} parameters) is added to the token "
+                f"embedding, so no position past {spec.max_seq_len:,} exists.")
+    if p.kind == "none":
+        return "No positional encoding: order reaches the model only through the causal mask."
+    text = (f"RoPE: q and k (never v) are rotated pair by pair; pair i turns by θ^(-2i/d) "
+            f"radians per token with θ = {num(p.theta)}, so the dot product of a query and a "
+            "key depends only on their distance. No parameters.")
+    if p.scaling:
+        text += (f" {SCALING_NAMES[p.scaling.kind]} scaling ×{num(p.scaling.factor)} stretches "
+                 "the slow pairs for a longer context (the table below).")
+    return text
+
+
+def tying_explain(spec: ModelSpec, embedding: int) -> str:
+    if spec.tie_embeddings:
+        return (f"Tied: lm_head computes logits = h · Eᵀ with the embedding matrix E itself "
+                f"({spec.vocab_size:,} × {spec.d_model:,}), saving {embedding:,} parameters.")
+    return (f"Untied: lm_head is its own {spec.d_model:,} → {spec.vocab_size:,} matrix "
+            f"({spec.vocab_size * spec.d_model:,} parameters beside the embedding's).")

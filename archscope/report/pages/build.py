@@ -13,7 +13,10 @@ from typing import Callable, Iterable
 from archscope.report.pages.comparison import comparison_page
 from archscope.report.costs import (DIVE_LENGTHS, below_context, cost_record, details_record,
                                     report_record)
+from archscope.report.dive_explain import explain_record
+from archscope.report.document_records import document_records
 from archscope.report.pages.deep_dive import deep_dive_page
+from archscope.report.pages.documents import documents_page
 from archscope.report.pages.deployment import SETUPS, deployment_section
 from archscope.report.pages.markdown import GENERATED, page
 from archscope.report.figure_set import PATHS, all_figures
@@ -23,6 +26,7 @@ from archscope.spec.schema import ModelSpec
 
 ESTIMATES = "data/estimates.json"
 DEPLOYMENT = "data/deployment.json"
+DOCUMENTS = "data/documents.json"
 Progress = Callable[[str], None]
 
 
@@ -35,7 +39,9 @@ def model_records(specs: Iterable[ModelSpec]) -> list[dict]:
 def dive_record(spec: ModelSpec, modules: dict) -> dict:
     """The deep dive's numbers: its record's details at the usual contexts, and its structure."""
     details = details_record(spec, report_record(spec), below_context(spec, DIVE_LENGTHS))
-    return {**details, "structure": structure_groups(spec), "modules": module_groups(modules)}
+    groups = module_groups(modules)
+    return {**details, "structure": structure_groups(spec), "modules": groups,
+            "explain": explain_record(spec, groups)}
 
 
 def estimates_json(records: list[dict], dives: dict[str, dict]) -> str:
@@ -67,13 +73,16 @@ def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
     for spec in specs:
         dives[spec.name] = dive_record(spec, layer_module_rows(spec))
         tick(spec.name)
-    extra = {"Measured profiles": "profiles.md", "Deployment on common GPUs": "deployment.md"}
+    extra = {"The explainers' tables, regenerated": "documents.md", "Measured profiles": "profiles.md", "Deployment on common GPUs": "deployment.md"}
     if claims_page is not None:
         extra["Claims check of the explainers"] = "claims.md"
     text = {"comparison.md": comparison_page(records, PATHS, extra),
             "profiles.md": profiles_page(profiles),
             ESTIMATES: estimates_json(records, dives)}
     text["deployment.md"], text[DEPLOYMENT] = deployment_files(specs)
+    docs = document_records({s.name: s for s in specs})
+    text["documents.md"] = documents_page(records, docs)
+    text[DOCUMENTS] = json.dumps(docs, indent=1, sort_keys=True) + "\n"
     for spec, record in zip(specs, records):
         text[f"models/{spec.name}.md"] = deep_dive_page(spec, record, dives[spec.name], PATHS)
     if claims_page is not None:

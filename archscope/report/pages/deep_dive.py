@@ -8,6 +8,7 @@ from archscope.report import wording as describe
 from archscope.report.fmt import commas, gib, human, mb, mib
 from archscope.report.pages.markdown import (GENERATED, flops_text, image, layers_label, page, section,
                                        table, yes_no)
+from archscope.report.pages import deep_dive_explain as explain
 from archscope.report.records import distinct
 from archscope.spec.schema import ModelSpec
 
@@ -171,7 +172,9 @@ def deep_dive_page(spec: ModelSpec, arch: dict, dive: dict, figure_paths: dict[s
     head = (f"# {spec.name}\n\n{GENERATED}\n\nEvery number on this page is computed from "
             f"[model_specs/{spec.name}.yaml](../../model_specs/{spec.name}.yaml); "
             f"see also [the comparison of all presets](../comparison.md).\n")
-    return page(head, configuration(spec), structure(spec, dive), modules(dive), parameters(dive),
-                kv_cache(arch, dive), flops(dive), memory(dive),
+    return page(head, configuration(spec), explain.flow(dive["explain"]["flow"], spec.tie_embeddings),
+                explain.components(spec, arch, dive, dive["explain"]), structure(spec, dive),
+                modules(dive), explain.layer_flops(dive["explain"]["layer_flops"]),
+                parameters(dive), kv_cache(arch, dive), flops(dive), memory(dive),
                 figures({alt: p for alt, p in figure_paths.items()
                          if spec.hybrid or "hybrid" not in p}))
