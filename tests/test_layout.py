@@ -66,6 +66,8 @@ LAYERS: dict[str, set[str] | str] = {
     "nn": {"kinds", "spec", "devices"} | PURE,
     "weights": {"nn", "kinds", "spec", "devices"} | PURE,
     "measure": {"nn", "estimate", "weights", "kinds", "spec", "devices", "hardware"} | PURE,
+    # torch.distributed: the model sharded over ranks, measured against estimate's plan
+    "distributed": {"nn", "estimate", "measure", "weights", "kinds", "spec", "devices"} | PURE,
     "claims": {"estimate", "kinds", "spec"} | PURE,
     "report": {"estimate", "measure", "claims", "kinds", "spec", "hardware"} | PURE,
     "cli": ANY,

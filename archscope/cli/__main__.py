@@ -2,4 +2,5 @@
 
 from archscope.cli import main
 
-main()
+if __name__ == "__main__":  # a spawned rank (profile --tp) imports this module again: no rerun
+    main()

@@ -8,6 +8,7 @@ import sys
 import click
 
 from archscope.cli.group import cli
+from archscope.cli.sharded import profile_sharded, split_options
 from archscope.cli.options import (RUN_DTYPES, _echo_json, _set_option, batch_option,
                                    device_option, dtype_option, format_option, mla_flops_option,
                                    new_tokens_option, weights_option)
@@ -50,10 +51,11 @@ _RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda]"
 @click.option("--save", is_flag=True, help="Write the JSON record under --save-dir (checked "
                                            "before the run).")
 @click.option("--save-dir", type=click.Path(), default="reports/data", show_default=True)
+@split_options
 @format_option("json", default="table")
 def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, overrides,
             mla_flops, compare_hf, hf_cache, repeats, warmup, compile_, breakdown, hardware, seed,
-            save, save_dir, fmt):
+            save, save_dir, tp, ep, fmt):
     """Run the built model: measured prefill and decode speed and memory, beside the roofline
     prediction, the estimators and (--compare-hf) transformers on the same weights.
 
@@ -63,6 +65,10 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
       archscope profile llama-3.2-1b --set n_layers=2 --compare-hf --format json --save
       archscope profile llama-3.2-1b --device cuda --dtype bf16 --prompt-len 512 \\
           --new-tokens 256 --compare-hf --compile
+      archscope profile llama-3.2-1b --set n_layers=2 --tp 2 --device cpu --format json
+
+    With --tp/--ep the model runs split over that many processes (torch.distributed: gloo on
+    cpu, NCCL on cuda), each rank's figures beside the analytic plan's.
     """
     from archscope.spec import load_spec
     from archscope.writes import check_destination, write_file_atomic
@@ -70,6 +76,13 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
     if save:
         save_dir = check_destination(save_dir, "--save-dir folder")  # before the run
     spec = load_spec(model, overrides)
+    if tp > 1 or ep > 1:
+        if compare_hf or compile_ or save:
+            raise click.UsageError("--tp/--ep runs take none of --compare-hf, --compile, --save")
+        return profile_sharded(spec, tp=tp, ep=ep, device=device, dtype=dtype or (
+            "bf16" if device.startswith("cuda") else "fp32"), batch=batch,
+            prompt_len=prompt_len, new_tokens=new_tokens, seed=seed, weights=weights_dir,
+            overrides=overrides, fmt=fmt)
     from tqdm import tqdm
 
     from archscope.measure.profile import ProfileOptions, profile as run_profile, progress_units

@@ -30,9 +30,16 @@ Collectives per token, at the activation dtype (bf16 unless fp32 weights):
   and the vocab-parallel embedding: each GPU sends 2 (tp - 1) / tp x d_model x bytes (the ring
   algorithm's reduce-scatter + all-gather; NCCL's "busBw" convention); the sampled position's
   logits are all-gathered, (tp - 1) / tp x vocab x bytes;
-- ep > 1: each MoE layer's all-to-all dispatch and combine: the token's hidden state goes to
-  its top_k experts and comes back, (ep - 1) / ep of them on another group under uniform
-  routing: 2 x top_k x (ep - 1) / ep x d_model x bytes (GShard / DeepSpeed-MoE style).
+- ep > 1 adds nothing: attention is tensor-parallel, so every GPU of the group already holds
+  every token's hidden state (no dispatch), and each GPU's routed experts add their share into
+  the FFN sublayer's partial sum, which is the all-reduce counted above (no separate combine;
+  vLLM's expert parallelism without data-parallel attention does the same). An all-to-all
+  dispatch and combine (GShard / DeepSpeed-MoE) belongs to data-parallel attention, which this
+  module leaves out; counting it on top of the all-reduce would count the combine twice, and a
+  sharded run (archscope.distributed, CommDebugMode) shows none.
+`step_collectives` lists a decode step's collectives (op, payload, count) and `sent_bytes` prices
+one with the ring algorithm; the per-token figures here and the sharded run's measured bytes are
+both priced by them.
 Left out: pipeline parallelism, sequence/context parallelism, data-parallel attention.
 """
 
@@ -77,9 +84,10 @@ class ParallelSplit:
     kv_heads_per_gpu: tuple[int | None, ...]  # per layer: GQA KV heads held; None = whole (MLA)
     kv_heads: tuple[int | None, ...]  # per layer: the model's KV heads (None: MLA / no cache)
     state_share: float  # fraction of a state mixer's state one GPU holds (1 / tp)
+    params_per_gpu: int  # every tensor's shard, counted in parameters (unique, like the model's)
     allreduce_bytes_per_token: int  # sent per GPU per token (ring), all sublayers
     logits_gather_bytes_per_token: int  # per sampled token
-    all_to_all_bytes_per_token: int  # sent per GPU per token, all MoE layers
+    all_to_all_bytes_per_token: int  # 0 under tensor-parallel attention (module doc)
     replicated: tuple[str, ...]  # matrices every GPU holds whole (for people)
 
     @property
@@ -199,15 +207,43 @@ def _activation_bytes(weight_format_name: str) -> float:
     return dtype_bytes("fp32" if weight_format_name == "fp32" else "bf16")
 
 
-def _collectives(spec: ModelSpec, tp: int, ep: int, width: float) -> tuple[int, int, int]:
-    """(all-reduce, logits gather, all-to-all) bytes one GPU sends per token."""
-    d = spec.d_model
+@dataclass(frozen=True)
+class Collective:
+    """One kind of collective of a forward step: `count` of them, each over `payload_bytes`
+    (an all-reduce's tensor; an all-gather's gathered output)."""
+
+    op: str  # "all_reduce" or "all_gather"
+    payload_bytes: int
+    count: int = 1
+
+
+_RING = {"all_reduce": lambda n: 2 * (n - 1) / n,  # reduce-scatter + all-gather
+         "all_gather": lambda n: (n - 1) / n}
+_OTHER = lambda n: 1  # noqa: E731  an op without a rule here (a run's surprise): its payload
+
+
+def sent_bytes(collectives, group: int) -> int:
+    """Bytes one GPU of a group of `group` sends for `collectives` (ring algorithms, NCCL's
+    busBw convention), rounded once at the end."""
+    return round(sum(c.count * _RING.get(c.op, _OTHER)(group) * c.payload_bytes for c in collectives))
+
+
+def step_collectives(spec: ModelSpec, tp: int, width: float, tokens: int = 1
+                     ) -> tuple[Collective, ...]:
+    """A forward step over `tokens` tokens (a decode step of `tokens` sequences) whose last
+    position is sampled: one all-reduce after the embedding and after every mixer and FFN
+    sublayer, then the sampled logits gathered. None at tp = 1."""
+    if tp == 1:
+        return ()
     sublayers = 1 + sum((p.mixer is not None) + (p.ffn is not None) for p in spec.plan)
-    allreduce = sublayers * 2 * (tp - 1) / tp * d * width
-    gather = (tp - 1) / tp * spec.vocab_size * width
-    moe = [p.ffn for p in spec.plan if p.ffn is not None and p.ffn.kind == "moe"]
-    a2a = sum(2 * f.top_k * (ep - 1) / ep * d * width for f in moe)
-    return round(allreduce), round(gather), round(a2a)
+    return (Collective("all_reduce", round(tokens * spec.d_model * width), sublayers),
+            Collective("all_gather", round(tokens * spec.vocab_size * width)))
+
+
+def _collectives(spec: ModelSpec, tp: int, width: float) -> tuple[int, int]:
+    """(all-reduce, logits gather) bytes one GPU sends per token."""
+    reduce, gather = step_collectives(spec, tp, width)
+    return sent_bytes([reduce], tp), sent_bytes([gather], tp)
 
 
 def split(spec: ModelSpec, tp: int = 1, ep: int = 1, fmt: str = "bf16") -> ParallelSplit:
@@ -216,13 +252,14 @@ def split(spec: ModelSpec, tp: int = 1, ep: int = 1, fmt: str = "bf16") -> Paral
     check_divisible(spec, tp, ep)
     wf = weight_format(fmt)
     tensors = weight_tensors(spec)
-    total = lookup = 0
+    total = lookup = params = 0
     experts: dict[tuple[int, int], int] = {}
     replicated: dict[str, None] = {}
     for t, storage in zip(tensors, wf.storages(spec, tensors)):
         rows, cols, copies = _shard(t, spec, tp, ep)
         held = storage.nbytes(rows, cols) * copies
         total += held
+        params += rows * cols * copies
         if t.role in LOOKUP and not (t.role == "embedding" and spec.tie_embeddings):
             lookup += held  # a tied embedding is also the head, read whole every step
         elif t.role == "experts" and t.copies > t.active:
@@ -231,7 +268,7 @@ def split(spec: ModelSpec, tp: int = 1, ep: int = 1, fmt: str = "bf16") -> Paral
             replicated[t.kind] = None
     attention = [p.attention for p in spec.plan]
     width = _activation_bytes(wf.name)
-    allreduce, gather, a2a = _collectives(spec, tp, ep, width) if tp > 1 or ep > 1 else (0, 0, 0)
+    allreduce, gather = _collectives(spec, tp, width) if tp > 1 else (0, 0)
     return ParallelSplit(
         model=spec.name, tp=tp, ep=ep, weight_format=wf.name, weights_bytes_per_gpu=total,
         lookup_bytes_per_gpu=lookup,
@@ -240,6 +277,6 @@ def split(spec: ModelSpec, tp: int = 1, ep: int = 1, fmt: str = "bf16") -> Paral
                                else _kv_heads_per_gpu(a.n_kv_heads, tp) for a in attention),
         kv_heads=tuple(None if a is None or a.kind == "mla" else a.n_kv_heads
                        for a in attention),
-        state_share=1 / tp, allreduce_bytes_per_token=allreduce if tp > 1 else 0,
-        logits_gather_bytes_per_token=gather if tp > 1 else 0,
-        all_to_all_bytes_per_token=a2a if ep > 1 else 0, replicated=tuple(replicated))
+        state_share=1 / tp, params_per_gpu=params, allreduce_bytes_per_token=allreduce,
+        logits_gather_bytes_per_token=gather, all_to_all_bytes_per_token=0,
+        replicated=tuple(replicated))

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from archscope.nn.model import DecoderLM
+from archscope.nn.shards import local
 from archscope.spec.schema import ModelSpec
 
 
@@ -30,14 +31,17 @@ def build_model(spec: ModelSpec, device: str | torch.device = "cpu",
 def init_weights(model: nn.Module, seed: int | None = 0) -> None:
     """Normal(0, 0.02) matrices and embeddings, zero biases, unit norm scales (a (1 + weight)
     RMSNorm's weight is 0: norm.unit_offset); a module with `init_own_weights` (the state
-    mixers: per-head decays and step sizes) then sets its own."""
+    mixers: per-head decays and step sizes) then sets its own. A sharded model (DTensor
+    parameters, archscope.distributed) fills each rank's local shard."""
     generator = None
     if seed is not None:
-        generator = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
+        device = local(next(model.parameters())).device
+        generator = torch.Generator(device=device).manual_seed(seed)
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
-            module.weight.normal_(0.0, 0.02, generator=generator)
+            local(module.weight).normal_(0.0, 0.02, generator=generator)
         for name, param in module.named_parameters(recurse=False):
+            param = local(param)
             if name in ("bias", "sinks"):  # attention sinks start neutral: a zero logit
                 param.zero_()
             elif not isinstance(module, (nn.Linear, nn.Embedding)) and param.dim() == 1:

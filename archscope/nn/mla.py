@@ -51,6 +51,7 @@ from archscope.nn.attention import attend
 from archscope.nn.cache import LayerCache
 from archscope.nn.norms import RMSNorm
 from archscope.nn.rope import _yarn_mscale, apply_rope_interleaved
+from archscope.nn.shards import local
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
 LATENT_NORM_EPS = 1e-6  # transformers/DeepSeek build both latent RMSNorms with the default eps
@@ -136,7 +137,7 @@ class MLAttention(nn.Module):
 
     def _absorbed(self, q_nope, q_rope, latent, k_rope, start, key_pos):
         """Attend on the latent itself: q_nope . (W_uk c) == (W_uk^T q_nope) . c, per head."""
-        w = self.kv_b_proj.weight.view(self.n_heads, self.nope + self.v_dim, self.latent)
+        w = local(self.kv_b_proj.weight).view(self.n_heads, self.nope + self.v_dim, self.latent)
         w_uk, w_uv = w.split([self.nope, self.v_dim], dim=1)
         q_latent = torch.einsum("bhtn,hnc->bhtc", q_nope, w_uk)
         q = torch.cat((q_latent, q_rope), dim=-1)  # [B, H, T, kv_lora_rank + rope]

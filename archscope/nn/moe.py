@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.ffn import GatedMLP, GatedUnit
+from archscope.nn.shards import local
 from archscope.spec.schema import FFNSpec, ModelSpec, RouterSpec
 
 
@@ -107,24 +108,32 @@ class RoutedExperts(nn.Module):
         self.batched = True  # False: the reference loop (same result, slower)
 
     def forward(self, x, weights, index):
+        if x.is_meta:  # no values to route on (a meta decode step, archscope plan): a shape
+            return torch.zeros_like(x)
         impl = experts_batched if self.batched else experts_reference
         return impl(self, x, weights, index)
+
+    def held(self):
+        """(gate_up_proj, down_proj, their biases) as this process holds them: the local
+        experts under expert parallelism (see archscope.nn.shards)."""
+        return tuple(None if t is None else local(t) for t in (
+            self.gate_up_proj, self.down_proj, self.gate_up_proj_bias, self.down_proj_bias))
 
 
 def experts_reference(experts: RoutedExperts, x, weights, index) -> torch.Tensor:
     """Loop over experts: each takes the tokens routed to it and adds back its weighted output."""
     out = torch.zeros_like(x)
-    for e in range(experts.gate_up_proj.shape[0]):
+    gate_up_proj, down_proj, gate_up_bias, down_bias = experts.held()
+    for e in range(gate_up_proj.shape[0]):
         token, slot = torch.where(index == e)
         if token.numel() == 0:
             continue
-        bias, w = experts.gate_up_proj_bias, weights[token, slot, None]
+        w = weights[token, slot, None]
         rows = (x[token] * w).to(x.dtype) if experts.weigh_input else x[token]
-        h = F.linear(rows, experts.gate_up_proj[e], None if bias is None else bias[e])
+        h = F.linear(rows, gate_up_proj[e], None if gate_up_bias is None else gate_up_bias[e])
         gate, up = h.chunk(2, dim=-1)
-        bias = experts.down_proj_bias
-        y = F.linear(experts.glu(gate, up), experts.down_proj[e],
-                     None if bias is None else bias[e])
+        y = F.linear(experts.glu(gate, up), down_proj[e],
+                     None if down_bias is None else down_bias[e])
         out.index_add_(0, token, (y if experts.weigh_input else y * w).to(x.dtype))
     return out
 
@@ -134,7 +143,8 @@ def experts_batched(experts: RoutedExperts, x, weights, index, method: str | Non
 
     `method`: "grouped_mm" or "padded_bmm" (see `grouped_linear`); None picks for the device.
     """
-    n_experts, top_k = experts.gate_up_proj.shape[0], index.shape[1]
+    gate_up_proj, down_proj, gate_up_bias, down_bias = experts.held()
+    n_experts, top_k = gate_up_proj.shape[0], index.shape[1]
     flat = index.flatten()
     order = flat.argsort(stable=True)  # (token, slot) pairs grouped by expert
     expert_of_row = flat[order]
@@ -144,13 +154,13 @@ def experts_batched(experts: RoutedExperts, x, weights, index, method: str | Non
     rows = x[token_of_row]
     if experts.weigh_input:
         rows = (rows * w).to(x.dtype)
-    h = grouped_linear(rows, experts.gate_up_proj, offsets, method)
-    if experts.gate_up_proj_bias is not None:
-        h = h + experts.gate_up_proj_bias[expert_of_row]
+    h = grouped_linear(rows, gate_up_proj, offsets, method)
+    if gate_up_bias is not None:
+        h = h + gate_up_bias[expert_of_row]
     gate, up = h.chunk(2, dim=-1)
-    y = grouped_linear(experts.glu(gate, up), experts.down_proj, offsets, method)
-    if experts.down_proj_bias is not None:
-        y = y + experts.down_proj_bias[expert_of_row]
+    y = grouped_linear(experts.glu(gate, up), down_proj, offsets, method)
+    if down_bias is not None:
+        y = y + down_bias[expert_of_row]
     y = (y if experts.weigh_input else y * w).to(x.dtype)
     return torch.zeros_like(x).index_add_(0, token_of_row, y)
 
