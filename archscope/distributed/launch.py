@@ -26,7 +26,8 @@ def launch(entrypoint, nproc: int, *args, log_dir: str | None = None) -> list:
     """`entrypoint(*args)` on `nproc` local ranks; their return values in rank order.
     `entrypoint` is a module-level function (the spawned ranks import it) decorated with
     torch.distributed.elastic's `record`, so an exception reaches the error message."""
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.WARNING)
+    # the agent logs a dead rank's traceback at ERROR; RankFailed says it in one paragraph
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory(prefix="archscope-ranks-") as logs:
         config = LaunchConfig(
             min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=f"archscope-{uuid.uuid4()}",

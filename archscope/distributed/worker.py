@@ -36,7 +36,6 @@ class Job:
     prompt_len: int = 16
     new_tokens: int = 8
     seed: int = 0
-    weights: str | None = None  # an HF checkpoint folder: each rank reads its shards
     die_on_rank: int | None = None  # tests: this rank exits abruptly once its model is built
 
 
@@ -49,19 +48,13 @@ def _device(job: Job) -> torch.device:
 
 
 def sharded_model(job: Job, mesh, device: torch.device):
-    """This rank's shards, allocated on `device` only: built on meta, sharded, then filled
-    (random-init, or its slices of the checkpoint)."""
+    """This rank's shards, allocated on `device` only: built on meta, sharded, then filled."""
     model = shard_model(build_model(job.spec, "meta", job.dtype), mesh)
     model = model.to_empty(device=device)
     model.tie_weights()
     for buffer in model.buffers():  # DeepSeek-V3's routing bias, zeros as the module makes it
         buffer.zero_()  # (to_empty leaves it unset); a checkpoint then sets it
-    if job.weights:
-        from archscope.distributed.checkpoint import load_shards
-
-        load_shards(model, job.spec, job.weights)
-    else:
-        init_weights(model, job.seed)
+    init_weights(model, job.seed)  # random-init (a checkpoint is refused before the launch)
     return model.eval()
 
 
