@@ -1,7 +1,8 @@
 """The `archscope` command line: parses, calls the library, renders. Nothing else lives here.
 
 One module per family of commands: models.py (list, show, compare), runs.py (profile, generate,
-make-checkpoint), documents.py (report, check-claims), hardware.py (hardware), fit.py (fit), sharded.py (plan, profile --tp/--ep); options.py holds
+make-checkpoint), documents.py (report, check-claims), hardware.py (hardware), fit.py (fit),
+sweep.py (sweep), sharded.py (plan, profile --tp/--ep); options.py holds
 the options they share.
 Exit codes: 0 success, 2 usage or bad input (one-paragraph message, no traceback), 1 anything
 unexpected.
@@ -16,7 +17,7 @@ from contextlib import contextmanager
 import click
 
 from archscope.cli import (documents, fit, hardware, models, runs,  # noqa: F401
-                           sharded)  # (register commands)
+                           sharded, sweep)  # (register commands)
 from archscope.cli.group import cli
 from archscope.errors import InputError
 

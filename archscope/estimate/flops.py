@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 from archscope.errors import InputError
-from archscope.estimate.structure import head_parts, layer_parts
+from archscope.estimate.structure import distinct_layers, head_parts, layer_parts
 from archscope.kinds import attention_kind, mixer_kind
 from archscope.spec import AttentionSpec, ModelSpec
 
@@ -119,8 +119,8 @@ def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int]
     if mla not in MLA_CONVENTIONS:
         raise InputError(f"mla_flops must be one of {', '.join(MLA_CONVENTIONS)}, got {mla!r}")
     macs = dict.fromkeys(COMPONENTS + (MIXER_COMPONENTS if spec.hybrid else ()), 0)
-    for layer in spec.plan:
-        _layer_macs(spec, layer, tokens, pairs, keys, mla, macs)
+    for layer, count in distinct_layers(spec):  # alike layers once, times their count
+        _layer_macs(spec, layer, tokens, pairs, keys, mla, macs, count)
     for part in head_parts(spec):
         if part.macs:
             macs[_component(part.name)] += part.macs * tokens
@@ -128,17 +128,17 @@ def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int]
 
 
 def _layer_macs(spec: ModelSpec, layer, tokens: int, pairs, keys, mla: MLAFlops,
-                macs: dict[str, int]) -> None:
-    """Add one layer's multiply-adds to `macs` (see `_forward`)."""
+                macs: dict[str, int], count: int = 1) -> None:
+    """Add `count` such layers' multiply-adds to `macs` (see `_forward`)."""
     attn = layer.attention
     for part in layer_parts(spec, layer):
         if part.macs:
             uses = keys(attn) if part.per_key else tokens
-            macs[_component(part.name)] += part.macs * part.active * uses
+            macs[_component(part.name)] += part.macs * part.active * uses * count
     if attn is not None:
         qk_dim, v_dim = _pair_dims(attn, mla)
-        macs["attention_qk"] += pairs(attn) * attn.n_heads * qk_dim
-        macs["attention_av"] += pairs(attn) * attn.n_heads * v_dim
+        macs["attention_qk"] += pairs(attn) * attn.n_heads * qk_dim * count
+        macs["attention_av"] += pairs(attn) * attn.n_heads * v_dim * count
 
 
 def decode_flops_by_layer(spec: ModelSpec, context: int, mla: MLAFlops = "absorbed"

@@ -18,6 +18,7 @@ matmuls: biases, norms, activations and lookups do no matmul work).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from archscope.kinds import attention_kind, ffn_kind, mixer_kind
@@ -25,7 +26,7 @@ from archscope.kinds.base import Part, linear, norm, merged
 from archscope.spec import LayerPlan, ModelSpec
 
 __all__ = ["Part", "linear", "norm", "merged", "layer_parts", "embedding_parts", "head_parts",
-           "model_parts", "attention_parts", "mixer_parts", "ffn_parts", "mtp_parts"]
+           "model_parts", "distinct_layers", "attention_parts", "mixer_parts", "ffn_parts", "mtp_parts"]
 
 
 def attention_parts(attn, d: int) -> list[Part]:
@@ -40,22 +41,43 @@ def ffn_parts(ffn, d: int) -> list[Part]:
 
 def mixer_parts(layer: LayerPlan, d: int) -> list[Part]:
     """A layer's mixer: its attention, its state mixer (named `mixer.*`), or nothing."""
-    if layer.attention is not None:
-        return attention_parts(layer.attention, d)
-    if layer.state is not None:
-        return mixer_kind(layer.state.kind).parts(layer.state, d)
-    return []
+    return _mixer_parts(layer.attention, layer.state, d)
+
+
+def _mixer_parts(attention, state, d: int) -> list[Part]:
+    if attention is not None:
+        return attention_parts(attention, d)
+    return mixer_kind(state.kind).parts(state, d) if state is not None else []
 
 
 def layer_parts(spec: ModelSpec, layer: LayerPlan) -> list[Part]:
     """One decoder layer: its mixer, its FFN, and its norms (two, or four for a sandwich; half
     of them in a layer with one sublayer, Nemotron-H's)."""
-    d = spec.d_model
-    sublayers = (layer.mixer is not None) + (layer.ffn is not None)
-    per_sublayer = spec.norm.per_layer // 2
-    norms = merged("norms", [norm("", d, spec.norm.has_bias)] * (per_sublayer * sublayers))
-    ffn = ffn_parts(layer.ffn, d) if layer.ffn is not None else []
-    return mixer_parts(layer, d) + ffn + [norms]
+    return list(_layer_parts(spec.d_model, spec.norm.per_layer // 2, spec.norm.has_bias,
+                             layer.attention, layer.state, layer.ffn))
+
+
+# Parts depend on the layer's components, not its index: most layers of a model (and of every
+# variant of a sweep) repeat a few, and the estimators ask for each layer several times.
+@functools.lru_cache(maxsize=4096)
+def _layer_parts(d: int, per_sublayer: int, norm_bias: bool, attention, state,
+                 ffn) -> tuple[Part, ...]:
+    sublayers = (attention is not None or state is not None) + (ffn is not None)
+    norms = merged("norms", [norm("", d, norm_bias)] * (per_sublayer * sublayers))
+    return tuple(_mixer_parts(attention, state, d) + (ffn_parts(ffn, d) if ffn is not None else []) + [norms])
+
+
+def distinct_layers(spec: ModelSpec) -> list[tuple[LayerPlan, int]]:
+    """The plan's layers that differ in their parts (mixer and FFN), each with how many layers
+    are like it: sums over layers become sums over these, a few instead of n_layers."""
+    counts: dict = {}
+    for layer in spec.plan:
+        key = (layer.attention, layer.state, layer.ffn)
+        if key in counts:
+            counts[key][1] += 1
+        else:
+            counts[key] = [layer, 1]
+    return [(layer, n) for layer, n in counts.values()]
 
 
 def embedding_parts(spec: ModelSpec) -> list[Part]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import types
 import typing
@@ -118,7 +119,7 @@ def convert(tp, value: Any, key: str):
 
 def _kinds(tp) -> tuple:
     """The `kind` values a dataclass admits (its Literal), or () without a `kind` field."""
-    hint = typing.get_type_hints(tp).get("kind") if dataclasses.is_dataclass(tp) else None
+    hint = _hints(tp).get("kind") if dataclasses.is_dataclass(tp) else None
     return typing.get_args(hint) if typing.get_origin(hint) is Literal else ()
 
 
@@ -147,12 +148,19 @@ def _fits(tp, value: Any) -> bool:
     return isinstance(value, tp) if isinstance(tp, type) else False
 
 
+@functools.cache
+def _hints(cls) -> dict:
+    """A dataclass's resolved field types: fixed per class, and resolving them (string
+    annotations evaluated) is most of what building a spec costs, so once per class."""
+    return typing.get_type_hints(cls)
+
+
 def from_mapping(cls, data: Any, prefix: str = ""):
     """Build dataclass `cls` from a mapping, checking keys and types, then run `cls.validate`."""
     where = prefix or "spec"
     if not isinstance(data, dict):
         raise SpecError(f"expected a mapping, got {quote(data)}", key=prefix or None)
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     for name in data:
         if name not in fields:

@@ -208,26 +208,45 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
     """Apply `key=value` what-ifs: dotted keys into the mapping, values typed as YAML."""
     out = copy.deepcopy(raw)
     for item in overrides:
-        if "=" not in item:
-            raise SpecError(f"expected key=value, got {quote(item)}", where="overrides")
-        key, text = item.split("=", 1)
-        key = key.strip()
-        if not key or any(not part for part in key.split(".")):
-            raise SpecError(f"expected a dotted key like attention.n_kv_heads, got {quote(key)}",
-                            where="overrides")
-        value = parse_yaml(text, "overrides", key) if text.strip() else None
-        node = out
-        parts = key.split(".")
-        for depth, part in enumerate(parts[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise SpecError(f"'{'.'.join(parts[:depth + 1])}' is not a mapping",
-                                where="overrides", key=key)
-            node = child
-        node[parts[-1]] = value
+        key, value = parse_override(item)
+        set_dotted(out, key, value)
     return out
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """'key=value' -> (the dotted key, the value typed as YAML; an empty value is None)."""
+    if "=" not in item:
+        raise SpecError(f"expected key=value, got {quote(item)}", where="overrides")
+    key, text = item.split("=", 1)
+    key = check_dotted_key(key)
+    return key, parse_yaml(text, "overrides", key) if text.strip() else None
+
+
+def check_dotted_key(key: str) -> str:
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise SpecError(f"expected a dotted key like attention.n_kv_heads, got {quote(key)}",
+                        where="overrides")
+    return key
+
+
+def set_dotted(out: dict, key: str, value: Any, *, copy_path: bool = False) -> dict:
+    """Set dotted `key` to `value` in mapping `out` (missing mappings on the way are made).
+    `copy_path`: leave `out` as it is and return a copy that shares all but the mappings on
+    the key's path (a sweep's variant costs a few dict copies, not a deep copy)."""
+    root = node = dict(out) if copy_path else out
+    parts = key.split(".")
+    for depth, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = {}
+        if not isinstance(child, dict):
+            raise SpecError(f"'{'.'.join(parts[:depth + 1])}' is not a mapping",
+                            where="overrides", key=key)
+        node[part] = child = dict(child) if copy_path else child
+        node = child
+    node[parts[-1]] = value
+    return root
 
 
 def with_overrides(spec: ModelSpec, overrides: Iterable[str]) -> ModelSpec:
