@@ -31,9 +31,13 @@ class LayerCache:
 
         Returns (tensors, key_positions). For one new token the tensors are exactly the slots
         it sees (all valid slots inside the window; a chunked layer's slots of the current
-        chunk), so no mask is needed and key_positions is None. For several
-        new tokens, older slots plus the new ones are returned with their absolute positions,
-        from which the caller builds the causal/window mask.
+        chunk), so no mask is needed and key_positions is None. Several new tokens into an
+        empty cache (a prefill) are their own keys, so key_positions is None there too: the
+        queries' positions say it all, and a layer without a window or chunk attends with
+        SDPA's `is_causal` and no mask tensor (as transformers does; the explicit mask was
+        1.5-2x slower on CPU and rules out the flash kernels on CUDA). For several new tokens
+        after cached ones, older slots plus the new ones are returned with their absolute
+        positions, from which the caller builds the causal/window mask.
         """
         n_new = next(iter(new.values())).shape[self.seq_dim]
         if isinstance(start, torch.Tensor):
@@ -49,9 +53,12 @@ class LayerCache:
 
         n_old = min(start, self.capacity)
         new_pos = torch.arange(start, start + n_new, device=self.positions.device)
-        out = {name: torch.cat((self.buffers[name].narrow(self.seq_dim, 0, n_old), t), self.seq_dim)
-               for name, t in new.items()}
-        key_pos = torch.cat((self.positions[:n_old], new_pos))
+        if n_old:
+            out = {name: torch.cat((self.buffers[name].narrow(self.seq_dim, 0, n_old), t),
+                                   self.seq_dim) for name, t in new.items()}
+            key_pos = torch.cat((self.positions[:n_old], new_pos))
+        else:  # an empty cache: the keys are the new tokens, in order (see above)
+            out, key_pos = dict(new), None
         keep = min(n_new, self.capacity)  # a ring buffer keeps only the newest `capacity` tokens
         slots = new_pos[-keep:] % self.capacity
         for name, t in new.items():
