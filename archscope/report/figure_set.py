@@ -7,6 +7,7 @@ import matplotlib
 from archscope.report.figures import (RC, flops_figure, kv_cache_figure, params_figure,
                                       png_bytes, weights_figure)
 from archscope.report.figures_hybrid import cache_state_figure
+from archscope.report.figures_model import model_figure, path as model_path
 
 PATHS = {  # alt text -> path under the report folder
     "KV cache vs context length": "figures/kv_cache_vs_context.png",
@@ -18,7 +19,10 @@ PATHS = {  # alt text -> path under the report folder
 
 
 def all_figures(records: list[dict]) -> dict[str, bytes]:
-    """Path under the report folder -> PNG bytes, for every figure."""
+    """Path under the report folder -> PNG bytes, for every figure (one per model too)."""
     makers = [kv_cache_figure, params_figure, flops_figure, weights_figure, cache_state_figure]
     with matplotlib.style.context("default"), matplotlib.rc_context(RC):
-        return {path: png_bytes(make(records)) for path, make in zip(PATHS.values(), makers)}
+        files = {path: png_bytes(make(records)) for path, make in zip(PATHS.values(), makers)}
+        files.update({model_path(r["name"]): png_bytes(model_figure(r, records))
+                      for r in records})
+    return files

@@ -14,12 +14,13 @@ import matplotlib.style
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from archscope.report.figure_panels import family_panels
+from archscope.report.families import ordered
 from archscope.report.fmt import human
 
 DPI = 100
 RC = {"font.size": 9, "axes.titlesize": 11, "legend.fontsize": 8, "svg.hashsalt": "archscope",
       "figure.dpi": DPI, "savefig.dpi": DPI}
-STYLES = ("-", "--", "-.", ":")
 FIGURE_WIDTH = 12  # inches: room for a two-column legend beside the axes
 LEGEND_ROWS = 30  # entries per legend column
 
@@ -45,10 +46,6 @@ def _tokens(value, _pos) -> str:
     return f"{value / 1024:g}K" if value >= 1024 else f"{value:g}"
 
 
-def _style(i: int, colors) -> dict:
-    return {"color": colors(i % 20), "linestyle": STYLES[(i // 10) % 2], "linewidth": 1.6}
-
-
 def _context_axes(fig: Figure, title: str, ylabel: str, unit: str):
     ax = fig.add_subplot(1, 1, 1)
     ax.set_xscale("log", base=2)
@@ -72,62 +69,27 @@ def _side_legend(ax) -> None:
               ncol=1 + (entries - 1) // LEGEND_ROWS)
 
 
-def _capped_text(r: dict) -> str | None:
-    """'gpt-oss-20b: sliding window 128 caps 12 of 24 layers' (or 'caps the cache' when every
-    layer is capped), from the record's distinct attentions; None when no layer is capped."""
-    capped = [a for a in r["attention"] if a["window"] or a["chunk"]]
-    if not capped:
-        return None
-    a = capped[0]
-    what = f"sliding window {a['window']:,}" if a["window"] else f"chunks of {a['chunk']:,}"
-    n, total = sum(a["count"] for a in capped), sum(a["count"] for a in r["attention"])
-    return f"{r['name']}: {what} caps " + ("the cache" if n == total else
-                                            f"{n} of {total} layers")
+def _kv_lines(r: dict) -> list:
+    """The cache, and MLA's decompressed size beside it (dotted)."""
+    s = r["series"]
+    lines = [(s["kv_cache_bytes"], {}, "")]
+    if s["kv_cache_decompressed_bytes"] != s["kv_cache_bytes"]:
+        lines.append((s["kv_cache_decompressed_bytes"], {}, " decompressed"))
+    return lines
 
 
 def kv_cache_figure(records: list[dict]) -> Figure:
-    """Every preset up to its context. MLA and window/chunk models are drawn thick (they are
-    the point of the figure); MLA also dotted at its decompressed size; a window or chunk on
-    every layer flattens the line, on some layers only bends it."""
-    fig = Figure(figsize=(FIGURE_WIDTH, 6.5))
-    ax = _context_axes(fig, f"KV cache vs context length ({records[0]['kv_cache'][0]['dtype']}, "
-                            "batch 1)",
-                       "KV cache (log scale)", "B")
-    colors = matplotlib.colormaps["tab20"]
-    for i, r in enumerate(records):
-        s, style = r["series"], _style(i, colors)
-        mla = s["kv_cache_decompressed_bytes"] != s["kv_cache_bytes"]
-        capped = _capped_text(r)
-        if mla or capped:
-            style["linewidth"] = 3.0
-        ax.plot(s["context"], s["kv_cache_bytes"], label=r["name"], **style)
-        if mla:
-            ax.plot(s["context"], s["kv_cache_decompressed_bytes"], color=style["color"],
-                    linestyle=":", linewidth=1.2, label=f"{r['name']} if decompressed (naive MLA)")
-        if capped:
-            ax.annotate(capped,
-                        (s["context"][-1], s["kv_cache_bytes"][-1]), xytext=(0, 8),
-                        textcoords="offset points", ha="right", va="bottom", fontsize=8,
-                        color=style["color"], fontweight="bold",
-                        bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
-                              "alpha": 0.85})
-    _side_legend(ax)
-    fig.tight_layout()
-    return fig
+    """Every preset up to its context, one panel per family; a window or chunk on every layer
+    flattens the line, on some layers only bends it."""
+    dtype = records[0]["kv_cache"][0]["dtype"]
+    return family_panels(records, f"KV cache vs context length ({dtype}, batch 1)", "B",
+                         _kv_lines)
 
 
 def flops_figure(records: list[dict]) -> Figure:
-    fig = Figure(figsize=(FIGURE_WIDTH, 6.5))
     mla = records[0]["decode_flops"][0]["mla_convention"]
-    ax = _context_axes(fig, f"Decode FLOPs per token vs context (MLA: {mla} convention)",
-                       "FLOPs per generated token (log scale)", "FLOP")
-    colors = matplotlib.colormaps["tab20"]
-    for i, r in enumerate(records):
-        s = r["series"]
-        ax.plot(s["context"], s["decode_flops"], label=r["name"], **_style(i, colors))
-    _side_legend(ax)
-    fig.tight_layout()
-    return fig
+    return family_panels(records, f"Decode FLOPs per token vs context (MLA: {mla} convention)",
+                         "FLOP", lambda r: [(r["series"]["decode_flops"], {}, "")])
 
 
 def breakdown_shares(r: dict) -> dict[str, float]:
@@ -142,6 +104,7 @@ def breakdown_shares(r: dict) -> dict[str, float]:
 
 
 def params_figure(records: list[dict]) -> Figure:
+    records = ordered(records)
     fig = Figure(figsize=(10, 7))
     ax = fig.add_subplot(1, 1, 1)
     colors = matplotlib.colormaps["tab10"]
@@ -168,6 +131,7 @@ def params_figure(records: list[dict]) -> Figure:
 
 
 def weights_figure(records: list[dict], dtypes=("fp32", "bf16", "int8", "int4")) -> Figure:
+    records = ordered(records)
     fig = Figure(figsize=(10, 8))
     ax = fig.add_subplot(1, 1, 1)
     colors = matplotlib.colormaps["tab10"]

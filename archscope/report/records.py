@@ -13,6 +13,7 @@ from archscope.estimate import (decompressed_elements_per_token, kv_elements_per
                                 mha_elements_per_token)
 from archscope.kinds import attention_kind, ffn_kind, mixer_kind
 from archscope.report.fmt import layers_label, layers_text
+from archscope.spec.hf_export import model_family
 from archscope.spec.schema import AttentionSpec, FFNSpec, ModelSpec
 
 
@@ -96,7 +97,7 @@ def architecture_record(spec: ModelSpec) -> dict:
     """The spec's facts: shape, attention and FFN per distinct layer kind, norm, position."""
     p, scaling = spec.position, spec.position.scaling
     return {
-        "name": spec.name, "source": spec.source,
+        "name": spec.name, "family": model_family(spec), "source": spec.source,
         "vocab_size": spec.vocab_size, "d_model": spec.d_model, "n_layers": spec.n_layers,
         "max_seq_len": spec.max_seq_len, "tie_embeddings": spec.tie_embeddings,
         "attention": [attention_record(a, idx, spec.d_model)

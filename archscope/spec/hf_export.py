@@ -39,6 +39,12 @@ _NO_HF_CLASS = {"relu2": "a squared-ReLU MLP in a layer with a mixer (transforme
 _HYBRID = {"mamba2": ("granitemoehybrid", "nemotron_h"), "gated_deltanet": ("qwen3_next",) * 2}
 
 
+def model_family(spec: ModelSpec) -> str:
+    """The spec's architectural family: the transformers `model_type` it exports as, read off
+    its structure (never its name), e.g. 'llama', 'gpt2', 'deepseek_v2', 'nemotron_h'."""
+    return _family(spec)
+
+
 def _family(s: ModelSpec) -> str:
     if s.mixer is not None or any(layer.attention is None or layer.ffn is None
                                   for layer in s.plan):

@@ -15,7 +15,8 @@ COMMITTED = REPO / "reports"
 
 def generated_files(root: Path) -> set[str]:
     """What `archscope report` writes (not its inputs, claims/*.yaml and profile JSON files)."""
-    patterns = ("*.md", "models/*.md", "figures/*.png", "data/estimates.json")
+    patterns = ("*.md", "models/*.md", "figures/*.png", "figures/models/*.png",
+                "data/estimates.json")
     return {p.relative_to(root).as_posix() for pattern in patterns for p in root.glob(pattern)}
 
 

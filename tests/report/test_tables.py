@@ -17,10 +17,13 @@ def _comparison(regenerated) -> str:
 
 def test_every_preset_is_a_row_of_every_table(regenerated):
     text = _comparison(regenerated)
-    for heading in ("Architecture summary", "Embedding", "Attention", "KV cache elements per token",
+    for heading in ("Architecture summary", "Attention and state mixers", "FFN, position and norm",
+                    "Embedding", "Attention", "KV cache elements per token",
                     "KV cache at 1,024 tokens (fp16)", "KV cache at 4,096 tokens (fp16)",
+                    "KV cache per layer at 1,024 tokens (fp16)",
+                    "KV cache per layer at 4,096 tokens (fp16)",
                     "Attention projection parameters: MHA vs GQA vs MLA", "Feed-forward network",
-                    "Normalization", "Positional encoding", "Weight tying", "Compute and weights"):
+                    "Normalization", "Positional encoding", "Weight tying", "Compute", "Weights"):
         models = {r["model"].split(" (")[0].rstrip(" *") for r in table_rows(text, heading)}
         assert models == set(preset_names()), heading
 
@@ -35,9 +38,11 @@ def test_kv_cache_bytes_of_gqa_from_the_spec(regenerated):
     assert row["total (bytes)"] == f"{expected:,}"
     assert row["total (MB)"] == f"{expected / 1e6:,.2f}"
     assert row["total (MiB)"] == f"{expected / 2**20:,.2f}"
+    row = row_of(table_rows(_comparison(regenerated), "KV cache per layer at 4,096 tokens (fp16)"),
+                 "llama-3.2-1b")
     assert row["per layer (bytes)"] == f"{expected // spec.n_layers:,}"
     mha = 2 * a.n_heads * a.head_dim * 1024 * 2  # one layer, 1,024 tokens, MHA
-    row = row_of(table_rows(_comparison(regenerated), "KV cache at 1,024 tokens (fp16)"),
+    row = row_of(table_rows(_comparison(regenerated), "KV cache per layer at 1,024 tokens (fp16)"),
                  "llama-3.2-1b")
     assert row["MHA-equivalent per layer (MB)"] == f"{mha / 1e6:,.2f}"
 
@@ -85,7 +90,7 @@ def test_summary_params_and_flops(regenerated):
     p = count_params(load_spec("deepseek-v2"))
     row = row_of(table_rows(text, "Architecture summary"), "deepseek-v2")
     assert row["params"] == f"{human(p.total)} ({human(p.active)} active)"
-    row = row_of(table_rows(text, "Compute and weights"), "llama-3.2-1b")
+    row = row_of(table_rows(text, "Compute"), "llama-3.2-1b")
     flops = decode_flops(load_spec("llama-3.2-1b"), 4096).total
     assert row["decode FLOPs/token @4,096"] == human(flops)
 
@@ -93,6 +98,24 @@ def test_summary_params_and_flops(regenerated):
 def test_gpt3_note_about_the_band_width(regenerated):
     text = _comparison(regenerated)
     assert "band width unpublished" in text.split("## Embedding")[0]
+
+
+def test_grouped_by_family_led_by_the_documents_models(regenerated):
+    from archscope.report.document_records import DOCUMENT_MODELS
+    from archscope.spec.hf_export import model_family
+
+    rows = table_rows(_comparison(regenerated), "Architecture summary")
+    names = [r["model"] for r in rows]
+    assert names[0] == DOCUMENT_MODELS[0]
+    families = [model_family(load_spec(n)) for n in names]
+    # each family's rows are contiguous, named once on its first row
+    assert len({f for f in families}) == len([r for r in rows if r["family"]])
+    assert [r["family"] for r in rows if r["family"]] == list(dict.fromkeys(families))
+    documents_families = {model_family(load_spec(n)) for n in DOCUMENT_MODELS}
+    first = list(dict.fromkeys(families))[:len(documents_families)]
+    assert set(first) == documents_families
+    assert max(len(line) for line in _comparison(regenerated).splitlines()
+               if line.startswith("|")) < 240
 
 
 def test_estimates_json_matches_the_estimators(regenerated):

@@ -20,6 +20,7 @@ from archscope.report.pages.documents import documents_page
 from archscope.report.pages.deployment import SETUPS, deployment_section
 from archscope.report.pages.markdown import GENERATED, page
 from archscope.report.figure_set import PATHS, all_figures
+from archscope.report.figures_model import path as model_figure_path
 from archscope.report.pages.profiles import profiles_page
 from archscope.report.records import architecture_record, module_groups, structure_groups
 from archscope.spec.schema import ModelSpec
@@ -84,7 +85,8 @@ def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
     text["documents.md"] = documents_page(records, docs)
     text[DOCUMENTS] = json.dumps(docs, indent=1, sort_keys=True) + "\n"
     for spec, record in zip(specs, records):
-        text[f"models/{spec.name}.md"] = deep_dive_page(spec, record, dives[spec.name], PATHS)
+        text[f"models/{spec.name}.md"] = deep_dive_page(spec, record, dives[spec.name],
+                                                        model_figure_path(spec.name))
     if claims_page is not None:
         text["claims.md"] = claims_page
     files = {path: body.encode("utf-8") for path, body in text.items()}

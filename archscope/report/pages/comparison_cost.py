@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from archscope.report import wording as labels
 from archscope.report.fmt import commas, human, mb, mib
-from archscope.report.pages.markdown import DASH, flops_text, layers_label, section, table
+from archscope.report.pages import comparison_rows as rows
+from archscope.report.pages.markdown import DASH, flops_text, section, table
 
 
 def _percent(part: int, whole: int) -> str:
@@ -13,6 +14,7 @@ def _percent(part: int, whole: int) -> str:
 
 def kv_elements(records: list[dict]) -> str:
     cols = [
+        rows.FAMILY,
         ("model", lambda x: x["model"], "l"),
         ("type", lambda x: x["part"]["variant"], "l"),
         ("cached per token per layer", lambda x: x["part"]["cache_formula"], "r"),
@@ -23,13 +25,11 @@ def kv_elements(records: list[dict]) -> str:
         ("cached / MHA", lambda x: _percent(x["part"]["kv_elements_per_token"],
                                             x["part"]["mha_elements_per_token"]), "r"),
     ]
-    note = ("elements (numbers) per token per layer. GQA/MHA/MQA: 2 × n_kv_heads × head_dim (a "
-            "key and a value per KV head); MLA: kv_lora_rank + qk_rope_head_dim (the latent and "
-            "the shared RoPE key, what DeepSeek-V2's cache holds). MHA-equivalent: n_heads × (q/k "
-            "head dim + v head dim), one K and V per query head; for MLA it is also what a naive "
-            "implementation stores after decompression.")
-    return section("KV cache elements per token", table(labels.expand(records, "attention"), cols),
-                   note)
+    note = ("elements per token per layer are 2 × n_kv_heads × head_dim for GQA, MHA and MQA, "
+            "kv_lora_rank + qk_rope_head_dim for MLA, and n_heads × (q/k + v head dim) for the "
+            "MHA-equivalent (also what naive MLA stores decompressed).")
+    return section("KV cache elements per token",
+                   table(rows.grouped(rows.expand(records, "attention")), cols), note)
 
 
 def _per_layer(cache: dict, text, field: str = "bytes") -> str:
@@ -37,7 +37,7 @@ def _per_layer(cache: dict, text, field: str = "bytes") -> str:
     parts = cache["per_layer"]
     if len(parts) == 1:
         return text(parts[0][field])
-    return "; ".join(f"{text(p[field])} ({layers_label(p)})" for p in parts)
+    return "; ".join(f"{text(p[field])} ({rows.part_label(p, parts)})" for p in parts)
 
 
 def _mb(n: int) -> str:
@@ -49,7 +49,7 @@ def _mib(n: int) -> str:
 
 
 def kv_cache(records: list[dict], index: int) -> str:
-    """The cache at TABLE_LENGTHS[index] tokens, per layer and in total."""
+    """The cache at TABLE_LENGTHS[index] tokens: in total, then per layer."""
     seq_len = records[0]["kv_cache"][index]["seq_len"]
     dtype = records[0]["kv_cache"][index]["dtype"]
 
@@ -59,23 +59,32 @@ def kv_cache(records: list[dict], index: int) -> str:
     def c(r):
         return r["kv_cache"][index]
 
-    cols = [
+    total = [
+        rows.FAMILY,
         ("model", model, "l"),
         ("layers", lambda r: str(r["n_layers"]), "r"),
-        ("per layer (bytes)", lambda r: _per_layer(c(r), commas), "r"),
-        ("per layer (MB)", lambda r: _per_layer(c(r), _mb), "r"),
-        ("per layer (MiB)", lambda r: _per_layer(c(r), _mib), "r"),
-        ("MHA-equivalent per layer (MB)", lambda r: _per_layer(c(r), _mb, "mha_bytes"), "r"),
         ("total (bytes)", lambda r: commas(c(r)["bytes"]), "r"),
         ("total (MB)", lambda r: _mb(c(r)["bytes"]), "r"),
         ("total (MiB)", lambda r: _mib(c(r)["bytes"]), "r"),
         ("MHA-equivalent total (MB)", lambda r: _mb(c(r)["mha_bytes"]), "r"),
     ]
-    note = (f"{seq_len:,} tokens, {dtype} (2 bytes; bf16 is the same), batch 1. Per layer: "
-            "tokens held × elements per token × 2 bytes; a sliding-window layer holds at most its "
-            "window. MB = 10^6 bytes, MiB = 2^20. MHA-equivalent: one K and V per query head. "
-            "* the context is past the model's max_seq_len: a what-if.")
-    return section(f"KV cache at {seq_len:,} tokens ({dtype})", table(records, cols), note)
+    per_layer = [
+        rows.FAMILY,
+        ("model", model, "l"),
+        ("per layer (bytes)", lambda r: _per_layer(c(r), commas), "r"),
+        ("per layer (MiB)", lambda r: _per_layer(c(r), _mib), "r"),
+        ("MHA-equivalent per layer (MB)", lambda r: _per_layer(c(r), _mb, "mha_bytes"), "r"),
+    ]
+    grouped = rows.grouped(records)
+    title = f"at {seq_len:,} tokens ({dtype})"
+    return "\n".join([
+        section(f"KV cache {title}", table(grouped, total),
+                f"{seq_len:,} tokens × elements per token × 2 bytes ({dtype}, as bf16) × layers, "
+                "batch 1, MB = 10^6 and MiB = 2^20 bytes, * past the model's max_seq_len (a "
+                "what-if)."),
+        section(f"KV cache per layer {title}", table(grouped, per_layer),
+                "a sliding-window layer holds at most its window, so a model whose layers differ "
+                "gives one value per kind of layer.")])
 
 
 def _get(proj: dict, *names: str) -> int | None:
@@ -103,6 +112,7 @@ def projections(records: list[dict]) -> str:
         return x["part"]["mha_projections"]
 
     cols = [
+        rows.FAMILY,
         ("model", lambda x: x["model"], "l"),
         ("type", lambda x: x["part"]["variant"], "l"),
         ("q", lambda x: commas(_query(proj(x))), "r"),
@@ -115,40 +125,43 @@ def projections(records: list[dict]) -> str:
         ("MHA total", lambda x: commas(sum(mha(x).values())), "r"),
         ("k+v saved vs MHA", lambda x: f"{100 * (1 - _kv(proj(x)) / _kv(mha(x))):.1f}%", "r"),
     ]
-    note = ("parameters of one layer's attention projections, biases included, norms left out. "
-            "MLA: q = q_a_proj + q_b_proj (or q_proj), k+v = kv_a_proj_with_mqa + kv_b_proj (the "
-            "latent path). MHA: the same layer with one K and V head per query head (for MLA: "
-            "plain per-head projections of the same head sizes).")
+    note = ("parameters of one layer's attention projections with biases and without norms, "
+            "MLA's q and k+v counted along its latent paths, and MHA the same layer with one K "
+            "and V head per query head.")
     return section("Attention projection parameters: MHA vs GQA vs MLA",
-                   table(labels.expand(records, "attention"), cols), note)
+                   table(rows.grouped(rows.expand(records, "attention")), cols), note)
 
 
 def compute(records: list[dict]) -> str:
-    """Decode FLOPs at each of the records' table contexts, the prefill at the last one."""
+    """Decode FLOPs at each of the records' table contexts, the prefill at the last one; then
+    the weights."""
     first = records[0]
     decode_at = [f["context"] for f in first["decode_flops"]]
     prefill_i = len(first["prefill_flops"]) - 1
     prefill_len = first["prefill_flops"][prefill_i]["seq_len"]
     cols = [
+        rows.FAMILY,
         ("model", lambda r: r["name"], "l"),
-        ("params", lambda r: human(r["params"]["total"]), "r"),
-        ("active", lambda r: human(r["params"]["active"]), "r"),
+        ("active params", lambda r: human(r["params"]["active"]), "r"),
     ]
     cols += [(f"decode FLOPs/token @{n:,}", lambda r, i=i: human(r["decode_flops"][i]["total"]), "r")
              for i, n in enumerate(decode_at)]
-    cols += [
-        (f"prefill FLOPs @{prefill_len:,}",
-         lambda r: flops_text(r["prefill_flops"][prefill_i]["total"]), "r"),
+    cols.append((f"prefill FLOPs @{prefill_len:,}",
+                 lambda r: flops_text(r["prefill_flops"][prefill_i]["total"]), "r"))
+    weights = [
+        rows.FAMILY,
+        ("model", lambda r: r["name"], "l"),
+        ("params", lambda r: human(r["params"]["total"]), "r"),
         ("weights bf16 (GB)", lambda r: f"{r['weights_bytes']['bf16'] / 1e9:,.2f}", "r"),
         ("weights int4 (GB)", lambda r: f"{r['weights_bytes']['int4'] / 1e9:,.2f}", "r"),
     ]
     mla = first["decode_flops"][0]["mla_convention"]
-    note = ("FLOPs: 2 per multiply-add, matmuls only (norms, softmax, activations left out); a "
-            "decode step is one new token whose attention reads `context` keys, itself included "
-            "(a sliding-window layer at most its window); prefill is causal and computes logits "
-            "for every position; MoE counts the top-k routed and the shared experts. MLA decode "
-            f"convention: {mla} (kv_b_proj folded into the query and the output, attention on "
-            "the cached latent; a prefill decompresses each latent once); the deep dives list the "
-            "recompute and naive forms too. Past a model's context these are what-ifs. Weights: "
-            "total params × bytes (int4 half a byte, quantisation scales left out).")
-    return section("Compute and weights", table(records, cols), note)
+    grouped = rows.grouped(records)
+    return "\n".join([
+        section("Compute", table(grouped, cols),
+                "2 FLOPs per multiply-add over matmuls only, a decode step being one new token "
+                "reading `context` keys (at most a window's), the prefill causal with logits at "
+                f"every position, MoE counting active experts and MLA the {mla} convention."),
+        section("Weights", table(grouped, weights),
+                "weights are total parameters × bytes per parameter (int4 half a byte, "
+                "quantisation scales left out).")])

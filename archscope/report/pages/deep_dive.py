@@ -163,12 +163,14 @@ def memory(dive: dict) -> str:
     return section("Memory", body, note)
 
 
-def figures(paths: dict[str, str]) -> str:
-    return section("Figures", "\n\n".join(image(alt, f"../{p}") for alt, p in paths.items()),
-                   "all presets; see ../comparison.md for the conventions.")
+def figures(name: str, path: str) -> str:
+    return section("Figures", image(f"{name} among its peers", f"../{path}"),
+                   "the model bold among its family and the presets nearest its size, with every "
+                   "preset in [the comparison's figures](../comparison.md#figures).")
 
 
-def deep_dive_page(spec: ModelSpec, arch: dict, dive: dict, figure_paths: dict[str, str]) -> str:
+def deep_dive_page(spec: ModelSpec, arch: dict, dive: dict, figure_path: str) -> str:
+    """figure_path: the model's own figure (figures_model.path) under the report folder."""
     head = (f"# {spec.name}\n\n{GENERATED}\n\nEvery number on this page is computed from "
             f"[model_specs/{spec.name}.yaml](../../model_specs/{spec.name}.yaml); "
             f"see also [the comparison of all presets](../comparison.md).\n")
@@ -176,5 +178,4 @@ def deep_dive_page(spec: ModelSpec, arch: dict, dive: dict, figure_paths: dict[s
                 explain.components(spec, arch, dive, dive["explain"]), structure(spec, dive),
                 modules(dive), explain.layer_flops(dive["explain"]["layer_flops"]),
                 parameters(dive), kv_cache(arch, dive), flops(dive), memory(dive),
-                figures({alt: p for alt, p in figure_paths.items()
-                         if spec.hybrid or "hybrid" not in p}))
+                figures(spec.name, figure_path))
