@@ -93,11 +93,12 @@ def flops_figure(records: list[dict]) -> Figure:
 
 
 def breakdown_shares(r: dict) -> dict[str, float]:
-    """Percent of total params: embedding, attention, FFN used per token, idle experts, norms,
-    head."""
+    """Percent of total params: embedding, attention, state mixers (hybrids: 0 elsewhere), FFN
+    used per token, idle experts, norms, head."""
     p, g = r["params"], r["params"]["groups"]
     idle = p["total"] - p["active"]
     parts = {"embedding": g["embedding"], "attention": g["attention"],
+             "state mixers": g.get("mixer", 0),
              "FFN (active per token)": g["ffn"] - idle, "FFN (experts idle per token)": idle,
              "norms": g["norms"], "lm_head (untied)": g["head"]}
     return {k: 100 * v / p["total"] for k, v in parts.items()}
