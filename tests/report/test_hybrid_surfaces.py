@@ -50,6 +50,15 @@ def test_json_carries_kv_state_and_their_sum(run_cli, tmp_path):
     assert row["attention"] == "Mamba-2+GQA"
 
 
+def test_the_compare_table_shows_the_state_only_beside_a_hybrid(run_cli, tmp_path):
+    code, out, _ = run_cli("compare", written(tmp_path), "gpt2")
+    header, hybrid = out.splitlines()[:2]
+    assert code == 0 and "+ state (MB)" in header
+    assert f"{state_bytes(load_spec(written(tmp_path))) / 1e6:,.2f}" in hybrid
+    code, out, _ = run_cli("compare", "gpt2")
+    assert code == 0 and "state" not in out
+
+
 def test_deep_dive_and_figure(tmp_path):
     hybrid, dense = load_spec(written(tmp_path)), load_spec("gpt2")
     files = build_reports([hybrid, dense], profiles=[])
