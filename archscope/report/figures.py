@@ -14,7 +14,7 @@ import matplotlib.style
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from archscope.report.figure_panels import family_panels
+from archscope.report.figure_panels import family_panels, si, tokens
 from archscope.report.families import ordered
 from archscope.report.fmt import human
 
@@ -31,28 +31,13 @@ def png_bytes(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def _si(unit: str, scale: float = 1.0):
-    """Tick labels like '10 MB', '1 GB', '100 GFLOP' for values given in base units."""
-    def fmt(value, _pos):
-        value *= scale
-        for div, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, "")):
-            if value >= div:
-                return f"{value / div:g} {prefix}{unit}"
-        return f"{value:g} {unit}"
-    return FuncFormatter(fmt)
-
-
-def _tokens(value, _pos) -> str:
-    return f"{value / 1024:g}K" if value >= 1024 else f"{value:g}"
-
-
 def _context_axes(fig: Figure, title: str, ylabel: str, unit: str):
     ax = fig.add_subplot(1, 1, 1)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(_tokens))
+    ax.xaxis.set_major_formatter(FuncFormatter(tokens))
     ax.yaxis.set_major_locator(LogLocator(base=10))
-    ax.yaxis.set_major_formatter(_si(unit))
+    ax.yaxis.set_major_formatter(si(unit))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("context length (tokens, log scale)")
     ax.set_ylabel(ylabel)
@@ -145,7 +130,7 @@ def weights_figure(records: list[dict], dtypes=("fp32", "bf16", "int8", "int4"))
     ax.set_yticks(range(n))
     ax.set_yticklabels([r["name"] for r in records][::-1])
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(_si("B"))
+    ax.xaxis.set_major_formatter(si("B"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("weights (log scale; 1 GB = 10^9 bytes; int4 = half a byte per parameter)")
     ax.set_title("Weights memory by dtype (total parameters × bytes per parameter)")

@@ -15,7 +15,8 @@ import math
 import matplotlib
 from matplotlib.figure import Figure
 
-from archscope.report.figures import FIGURE_WIDTH, _context_axes, _side_legend, _tokens
+from archscope.report.figure_panels import tokens
+from archscope.report.figures import FIGURE_WIDTH, _context_axes, _side_legend
 
 
 def held(r: dict) -> list[int]:
@@ -57,7 +58,7 @@ def cache_state_figure(records: list[dict]) -> Figure:
         color, other = colors(i % 10), peer(r, records)
         n = crossing(r, other) if other is not None else None
         # the crossing goes in the legend and as a dot on the line: text on the axes overlaps
-        label = r["name"] + (f" (≤ {other['name']} from {_tokens(n, None)} tokens)" if n else "")
+        label = r["name"] + (f" (≤ {other['name']} from {tokens(n, None)} tokens)" if n else "")
         ax.plot(r["series"]["context"], held(r), color=color, linewidth=2.6, label=label)
         if n is not None:
             ax.plot([n], [dict(zip(r["series"]["context"], held(r)))[n]], "o", color=color,
