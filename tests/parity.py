@@ -112,17 +112,22 @@ def hf_eager_prefill_flops(spec: ModelSpec, batch: int = 2, tokens: int = 10, **
     return counter.get_total_flops()
 
 
-def held_cache_bytes(model, ids: torch.Tensor, capacity: int) -> int:
-    """Bytes archscope's own per-token (KV) cache holds after a real prefill of `ids` (slots in
-    use only; a state mixer's constant state is `cache.state_nbytes()`)."""
+def slots_in_use_bytes(cache) -> int:
+    """Bytes of the per-token (KV) slots that hold a token (a static cache is allocated larger
+    than what it has seen); a state mixer's constant state is `cache.state_nbytes()`."""
     from archscope.nn.cache import LayerCache
 
-    cache = model.new_cache(ids.shape[0], capacity)
-    with torch.no_grad():
-        model(ids, cache)
     return sum(int((layer.positions >= 0).sum())
                * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
                for layer in cache.layers if isinstance(layer, LayerCache))
+
+
+def held_cache_bytes(model, ids: torch.Tensor, capacity: int) -> int:
+    """Bytes archscope's own per-token (KV) cache holds after a real prefill of `ids`."""
+    cache = model.new_cache(ids.shape[0], capacity)
+    with torch.no_grad():
+        model(ids, cache)
+    return slots_in_use_bytes(cache)
 
 
 def meta_param_counts(spec: ModelSpec) -> tuple[int, int, object]:

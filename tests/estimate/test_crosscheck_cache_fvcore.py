@@ -20,24 +20,12 @@ from archscope.spec.fields import from_mapping, to_mapping
 
 torch = pytest.importorskip("torch")
 from archscope.nn import build_model  # noqa: E402
-from archscope.nn.cache import LayerCache  # noqa: E402
+from parity import slots_in_use_bytes  # noqa: E402
 
 BATCH, PROMPT = 2, 10
 # "conv": a state mixer's depthwise conv, multiply-adds the estimate counts (one per weight a token)
 MATMULS = ("linear", "matmul", "bmm", "einsum", "addmm", "mm", "conv")
 NORMS = {"layer_norm", "group_norm", "batch_norm"}
-
-
-def held_bytes(cache) -> int:
-    """Bytes of the slots that hold a token (a static cache is allocated larger than the prompt);
-    a state mixer's constant state apart (`cache.state_nbytes()`)."""
-    total = 0
-    for layer in cache.layers:
-        if not isinstance(layer, LayerCache):
-            continue
-        slot = sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
-        total += int((layer.positions >= 0).sum()) * slot
-    return total
 
 
 @pytest.mark.parametrize("name", preset_names())
@@ -47,10 +35,10 @@ def test_cache_after_a_real_prefill_holds_the_estimate(name, tiny_variant):
     cache = model.new_cache(BATCH, 4 * PROMPT)
     with torch.no_grad():
         model(torch.randint(0, spec.vocab_size, (BATCH, PROMPT)), cache)
-    assert held_bytes(cache) == kv_cache_bytes(spec, PROMPT, BATCH, "fp32")
+    assert slots_in_use_bytes(cache) == kv_cache_bytes(spec, PROMPT, BATCH, "fp32")
     assert cache.state_nbytes() == state_bytes(spec, BATCH, "fp32")
     if any(layer.window and layer.window < PROMPT for layer in spec.plan):
-        assert held_bytes(cache) < kv_cache_bytes(_unwindowed(spec), PROMPT, BATCH, "fp32")
+        assert slots_in_use_bytes(cache) < kv_cache_bytes(_unwindowed(spec), PROMPT, BATCH, "fp32")
 
 
 def _unwindowed(spec):

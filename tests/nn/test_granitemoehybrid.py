@@ -14,12 +14,12 @@ from transformers import DynamicCache
 from archscope.estimate import count_params, decode_flops, kv_cache_bytes, prefill_flops
 from archscope.estimate.state import state_bytes
 from archscope.nn import build_model
-from archscope.nn.cache import LayerCache
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from hybrid_specs import ATTENDS, tiny_granite
 from parity import (active_params_from_modules, decode_stepwise, hf_eager_prefill_flops,
-                    load_same_weights, logits_case, max_diff, meta_param_counts, twins)
+                    load_same_weights, logits_case, max_diff, meta_param_counts,
+                    slots_in_use_bytes, twins)
 
 TOL = 1e-4
 T, PREFILL, BATCH = 22, 9, 2  # a prompt of chunks 4, 4 and 1, then 13 cached decode steps
@@ -83,10 +83,7 @@ def test_rope_on_the_attention_layers_breaks_parity(setup):
 
 def _held(cache) -> tuple[int, int]:
     """(KV bytes in the slots archscope's cache has filled, state bytes) of its cache."""
-    kv = sum(int((layer.positions >= 0).sum())
-             * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
-             for layer in cache.layers if isinstance(layer, LayerCache))
-    return kv, cache.state_nbytes()
+    return slots_in_use_bytes(cache), cache.state_nbytes()
 
 
 def _theirs(cache) -> tuple[int, int]:

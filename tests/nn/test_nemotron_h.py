@@ -20,7 +20,7 @@ from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import table_for
 from parity import (active_params_from_modules, decode_stepwise, load_same_weights, logits_case,
                     max_diff, meta_param_counts, ours_loads_there, theirs_loads_here,
-                    tiny_spec, twins)
+                    slots_in_use_bytes, tiny_spec, twins)
 
 TOL = 1e-4  # fp32; measured differences are about 4e-6 on logits of size ~5
 T, PREFILL = 23, 11  # an 11-token prompt = chunks of 4, 4 and 3, then 12 cached decode steps
@@ -129,7 +129,7 @@ def test_cache_bytes_equal_the_estimate_both_sides(setup):
         theirs = _hf_stepwise(hf, ids[:, :seen], PREFILL)[1]
         kv = kv_cache_bytes(spec, seen, batch, "fp32")
         assert kv == 2 * 2 * 2 * 8 * 4 * seen * batch  # 2 layers, k and v, 2 heads x 8, fp32
-        assert _slots_in_use_bytes(cache) == kv == sum(
+        assert slots_in_use_bytes(cache) == kv == sum(
             layer.keys.nbytes + layer.values.nbytes for layer in theirs.layers
             if hasattr(layer, "keys") and layer.keys is not None)
         state = state_bytes(spec, batch, "fp32")
@@ -144,12 +144,6 @@ def decode_stepwise_into(model, ids, cache):
     model(ids[:, :PREFILL], cache)
     for i in range(PREFILL, ids.shape[1]):
         model(ids[:, i:i + 1], cache)
-
-
-def _slots_in_use_bytes(cache) -> int:
-    return sum(int((layer.positions >= 0).sum()) * sum(
-        b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
-        for layer in cache.layers if hasattr(layer, "positions"))
 
 
 def _flops(fn) -> int:

@@ -19,7 +19,8 @@ from archscope.nn import build_model
 from archscope.nn.cache import LayerCache
 from archscope.spec import load_spec
 from parity import (active_params_from_modules, hf_eager_prefill_flops, load_same_weights,
-                    logits_case, max_diff, meta_param_counts, tiny_spec, twins)
+                    logits_case, max_diff, meta_param_counts, slots_in_use_bytes, tiny_spec,
+                    twins)
 
 TOL = 1e-4
 T, PREFILL = 84, 70  # transformers scans in chunks of 64 (spec: chunk_size 64): 70 = 64 + 6
@@ -141,10 +142,7 @@ def test_decode_flops_against_transformers(setup):
 
 def _held(cache) -> tuple[int, int]:
     """(KV bytes in the slots in use, state bytes) archscope's cache holds."""
-    kv = sum(int((layer.positions >= 0).sum()) * sum(b.numel() // layer.capacity * b.element_size()
-                                                    for b in layer.buffers.values())
-             for layer in cache.layers if isinstance(layer, LayerCache))
-    return kv, cache.state_nbytes()
+    return slots_in_use_bytes(cache), cache.state_nbytes()
 
 
 def test_cache_bytes_equal_the_estimate_and_transformers(setup):
