@@ -189,11 +189,12 @@ def _by_mla(spec: ModelSpec, n: int) -> dict[str, int]:
     return totals if len(set(totals.values())) > 1 else {}
 
 
-def _at(spec: ModelSpec, n: int, v: Conventions) -> AtContext:
+def _at(spec: ModelSpec, n: int, v: Conventions, state: int) -> AtContext:
+    """The record at context n; `state`: the batch's constant state (the same at every n)."""
     return AtContext(
         seq_len=n, exceeds_context=n > spec.max_seq_len,
         cache=kv_cache(spec, n, v.batch, v.cache_dtype),
-        state_bytes=state_bytes(spec, v.batch, compute_dtype(v.weight_dtype)),
+        state_bytes=state,
         decode=decode_flops(spec, n, 1, mla=v.mla_flops),
         decode_by_mla=_by_mla(spec, n),
         prefill=prefill_flops(spec, n, v.batch, attention=v.attention_flops, mla="naive"),
@@ -214,6 +215,7 @@ def model_record(spec: ModelSpec, contexts=(DEFAULT_CONTEXT,), batch: int = 1,
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise InputError(f"context lengths must be positive integers, got {n!r}")
     params = count_params(spec)
+    state = state_bytes(spec, v.batch, compute_dtype(v.weight_dtype))  # the same at every n
     return ModelRecord(
         model=spec.name, attention=_variants(spec), moe=spec.moe, conventions=v, params=params,
         cache_groups=cache_groups(spec, v.cache_dtype),
@@ -221,4 +223,4 @@ def model_record(spec: ModelSpec, contexts=(DEFAULT_CONTEXT,), batch: int = 1,
         kv_cache_bytes_per_token=kv_cache(spec, 1, 1, v.cache_dtype).bytes_per_token,
         weights_bytes=nbytes(params.total, v.weight_dtype),
         weights_by_dtype={d: nbytes(params.total, d) for d in WEIGHT_DTYPES},
-        contexts=tuple(_at(spec, n, v) for n in lengths))
+        contexts=tuple(_at(spec, n, v, state) for n in lengths))
