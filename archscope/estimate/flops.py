@@ -164,12 +164,12 @@ def _state_flops(spec: ModelSpec, prompt: int | None) -> int:
     """FLOPs of the state mixers' scan (a prompt of `prompt` tokens from a fresh state) or of
     one recurrence step (prompt None), one sequence; each kind's entry gives the terms."""
     total = 0
-    for layer in spec.plan:
+    for layer, count in distinct_layers(spec):  # alike layers once, times their count
         if layer.state is not None:
             entry = mixer_kind(layer.state.kind)
             terms = (entry.step_flops(layer.state) if prompt is None
                      else entry.scan_flops(layer.state, prompt))
-            total += sum(terms.values())
+            total += sum(terms.values()) * count
     return total
 
 
