@@ -2,20 +2,21 @@
 
     python benchmarks/calibrate_cpu.py [--out reports/data/calibration/cpu.json] [--quick]
 
-Each run is `archscope profile` (archscope.measure.profile) on the local CPU in fp32 with random
+Each run is `archscope profile` (archscope.measure.profile) on the local CPU with random
 weights: a small preset or a few layers of one, a short prompt and a few new tokens, so the
-whole calibration takes a few minutes. Beside each run's measured prefill time and decode time
-per step, the fit roofline (archscope.estimate.fit) predicts both on the probed CPU
-(archscope.hardware.probe: the copy bandwidth and square-matmul rate just measured) with
-fractions 1.0, then:
-the two fractions (bandwidth, compute) are chosen on a grid to minimise the largest
-|log(predicted / measured)| over every run's prefill and decode (a minimax fit of the roofline
-max(compute, memory) itself, so neither phase is assumed to be bound by one term), and the
-roofline is evaluated again with the fitted fractions. A fraction may exceed 1: the probe's
-copy bandwidth counts a read and a write, a decode's matrix-vector products only read. The JSON keeps the probe, every
-run's raw measurement and both predictions, the fitted fractions and the largest error, so the
-fit can be redone from the data. Copy the fitted fractions into
-archscope/hardware/achievable.yaml (`cpu:`) when they change.
+whole calibration takes a few minutes. Right before each run, this machine's rates for that
+model are measured on the model's own kernels (archscope.hardware.kernels: its decode step's
+matrix-vector products and its prefill's matmuls, timed at their shapes), and the fit roofline
+(archscope.estimate.fit, `--gpu cpu`) predicts the run's prefill and decode step from them with
+fractions 1.0. Then the two fractions (bandwidth, compute) are chosen on a grid to minimise the
+largest |log(predicted / measured)| over every run's prefill and decode (a minimax fit of the
+roofline max(compute, memory) itself, so neither phase is assumed to be bound by one term), and
+the roofline is evaluated again with the fitted fractions. The fractions say how much of its
+kernels' speed a whole forward keeps (attention, norms, the framework between kernels). The
+JSON keeps the machine, every run's raw measurement, the kernel rates it was priced at and both
+predictions, the fitted fractions and the largest error, so the fit can be redone from the
+data. Copy the fitted fractions into archscope/hardware/achievable.yaml (`cpu:`) when they
+change.
 """
 
 from __future__ import annotations
@@ -27,44 +28,50 @@ import platform
 import time
 from pathlib import Path
 
-# (preset, --set overrides, prompt_len, new_tokens): small enough to keep each run short.
+# (preset, --set overrides, dtype, prompt_len, new_tokens): small enough to keep runs short.
 RUNS = (
-    ("llama-3.2-1b", ("n_layers=2",), 128, 16),
-    ("llama-3.2-1b", ("n_layers=4",), 64, 16),
-    ("qwen3-0.6b", ("n_layers=4",), 128, 16),
-    ("smollm3-3b", ("n_layers=4",), 128, 16),
-    ("gpt2", (), 128, 16),
+    ("llama-3.2-1b", ("n_layers=2",), "fp32", 128, 16),
+    ("llama-3.2-1b", ("n_layers=4",), "fp32", 64, 16),
+    ("qwen3-0.6b", ("n_layers=4",), "fp32", 128, 16),
+    ("smollm3-3b", ("n_layers=4",), "fp32", 128, 16),
+    ("gpt2", (), "fp32", 128, 16),
+    ("llama-3.2-1b", ("n_layers=2",), "bf16", 128, 16),
 )
 OUT = Path(__file__).resolve().parents[1] / "reports" / "data" / "calibration" / "cpu.json"
 
 
-def _measure(name: str, overrides, prompt_len: int, new_tokens: int, repeats: int) -> dict:
+def _measure(name: str, overrides, dtype: str, prompt_len: int, new_tokens: int,
+             repeats: int) -> dict:
+    from archscope.hardware import kernels
     from archscope.measure.preflight import ProfileOptions
     from archscope.measure.profile import profile
     from archscope.spec import load_spec
 
+    kernels.linear_seconds.cache_clear()  # this run's kernels are timed next to it, not reused
     spec = load_spec(name, list(overrides))
-    options = ProfileOptions(device="cpu", dtype="fp32", prompt_len=prompt_len,
+    options = ProfileOptions(device="cpu", dtype=dtype, prompt_len=prompt_len,
                              new_tokens=new_tokens, repeats=repeats, hardware="local",
                              overrides=tuple(overrides))
     record = profile(spec, options)
-    return {"model": name, "overrides": list(overrides), "prompt_len": prompt_len,
+    return {"model": name, "overrides": list(overrides), "dtype": dtype, "prompt_len": prompt_len,
             "new_tokens": new_tokens, "batch": 1, "repeats": repeats,
             "measured_prefill_ms": record["prefill_ms"],
             "measured_decode_ms_per_step": record["decode_ms_per_step"],
             "profile_predicted_prefill_ms": record["predicted_prefill_ms"],
-            "profile_predicted_decode_tokens_per_s": record["predicted_decode_tokens_per_s"]}
+            "profile_predicted_decode_tokens_per_s": record["predicted_decode_tokens_per_s"],
+            "kernel_rates": record["hardware_source"]}
 
 
-def _predict(run: dict, hw, bandwidth: float, compute: float) -> dict:
+def _predict(run: dict, hw) -> dict:
     """The fit roofline's prefill (prompt = prompt_len) and decode step (at the middle of the
-    generated tokens) for one run, at the given fractions."""
+    generated tokens) for one run at fractions 1.0; `hw` is the probed CPU, which `fit` prices
+    at this model's kernels (timed by the run's profile just before, and cached)."""
     from archscope.estimate.fit import Setup, fit
     from archscope.spec import load_spec
 
     spec = load_spec(run["model"], run["overrides"])
-    common = dict(weight_format="fp32", kv_dtype="fp32", bandwidth_fraction=bandwidth,
-                  compute_fraction=compute)
+    common = dict(weight_format=run["dtype"], kv_dtype=run["dtype"], bandwidth_fraction=1.0,
+                  compute_fraction=1.0)
     pre = fit(spec, hw, Setup(context=run["prompt_len"], **common)).prefill
     mid = run["prompt_len"] + run["new_tokens"] // 2
     dec = fit(spec, hw, Setup(context=mid, **common)).decode
@@ -74,6 +81,18 @@ def _predict(run: dict, hw, bandwidth: float, compute: float) -> dict:
             "decode_memory_ms": 1e3 * dec.memory_s, "decode_bound": dec.bound}
 
 
+def _at_fractions(raw: dict, b: float, c: float) -> dict:
+    """`raw` (fractions 1.0) at bandwidth fraction b and compute fraction c: each term scales
+    as 1 / its fraction, and a phase takes the larger (fit_roofline's max, no interconnect)."""
+    out = {}
+    for phase in ("prefill", "decode"):
+        compute, memory = raw[f"{phase}_compute_ms"] / c, raw[f"{phase}_memory_ms"] / b
+        out.update({f"{phase}_ms": max(compute, memory), f"{phase}_compute_ms": compute,
+                    f"{phase}_memory_ms": memory,
+                    f"{phase}_bound": "compute" if compute >= memory else "memory"})
+    return out
+
+
 def _worst(runs, b: float, c: float) -> float:
     """The largest |log(predicted / measured)| at fractions b, c (terms scale as 1 / fraction)."""
     worst = 0.0
@@ -81,7 +100,7 @@ def _worst(runs, b: float, c: float) -> float:
         raw = r["raw"]
         for phase, measured in (("prefill", r["measured_prefill_ms"]),
                                 ("decode", r["measured_decode_ms_per_step"])):
-            predicted = max(raw[f"{phase}_compute_ms"] / c, raw[f"{phase}_memory_ms"] / b)
+            predicted = _at_fractions(raw, b, c)[f"{phase}_ms"]
             worst = max(worst, abs(math.log(predicted / measured)))
     return worst
 
@@ -107,17 +126,17 @@ def main(argv=None) -> None:
     repeats = 2 if args.quick else 3
     start = time.perf_counter()
     runs = []
-    for name, overrides, prompt, new in runs_spec:
-        run = _measure(name, overrides, prompt, new, repeats)
-        run["raw"] = _predict(run, hw, 1.0, 1.0)
+    for name, overrides, dtype, prompt, new in runs_spec:
+        run = _measure(name, overrides, dtype, prompt, new, repeats)
+        run["raw"] = _predict(run, hw)
         runs.append(run)
-        print(f"{name} {' '.join(overrides)} P={prompt}: prefill {run['measured_prefill_ms']:.1f} "
+        print(f"{name} {' '.join(overrides)} {dtype} P={prompt}: prefill {run['measured_prefill_ms']:.1f} "
               f"ms (raw roofline {run['raw']['prefill_ms']:.1f}), decode "
               f"{run['measured_decode_ms_per_step']:.2f} ms/step (raw "
               f"{run['raw']['decode_ms']:.2f})", flush=True)
     bandwidth, compute = _minimax(runs)
     for r in runs:
-        r["fitted"] = _predict(r, hw, bandwidth, compute)
+        r["fitted"] = _at_fractions(r["raw"], bandwidth, compute)
         r["prefill_error"] = _error(r["fitted"]["prefill_ms"], r["measured_prefill_ms"])
         r["decode_error"] = _error(r["fitted"]["decode_ms"], r["measured_decode_ms_per_step"])
         r["raw_prefill_error"] = _error(r["raw"]["prefill_ms"], r["measured_prefill_ms"])
@@ -137,7 +156,7 @@ def main(argv=None) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"fitted: bandwidth {bandwidth:.3f}, compute {compute:.3f}; largest error "
-          f"{100 * worst:.1f}% (raw peaks: {100 * worst_raw:.1f}%) -> {args.out}")
+          f"{100 * worst:.1f}% (at fractions 1.0: {100 * worst_raw:.1f}%) -> {args.out}")
 
 
 if __name__ == "__main__":

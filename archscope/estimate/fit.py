@@ -162,6 +162,8 @@ def longest_context(spec: ModelSpec, sp: ParallelSplit, kv_dtype: str, state: in
 def fit(spec: ModelSpec, hw: Hardware, setup: Setup = Setup()) -> FitResult:
     """The answer for one setup (see the module doc)."""
     s = resolve(spec, setup)
+    if hw.measured:  # the local CPU: priced at this model's own kernels, not a generic probe
+        hw = _local_cpu(spec, hw, s)
     sp = split(spec, s.tp, s.ep, s.weight_format)
     at: AtContext = model_record(spec, s.context, batch=1, weight_dtype=_record_dtype(
         s.weight_format), cache_dtype=s.kv_dtype).at(s.context)
@@ -179,6 +181,16 @@ def fit(spec: ModelSpec, hw: Hardware, setup: Setup = Setup()) -> FitResult:
         max_context_limit=limit,
         prefill=roof.prefill(at, sp, kv_exact, state, r),
         decode=roof.decode(at, sp, s.batch, kv_exact, state, r))
+
+
+def _local_cpu(spec: ModelSpec, hw: Hardware, s: Setup) -> Hardware:
+    """`hw` (the probed CPU) re-priced at the decode step of `s.batch` sequences and the
+    prefill of `s.context` tokens that this setup runs (hardware/kernels.py)."""
+    from archscope.estimate.kernel_shapes import workload
+    from archscope.hardware.probe import probe_workload
+
+    dtype = roof.compute_dtype(s.weight_format, hw)
+    return probe_workload(workload(spec, dtype, s.batch, s.context, prefill_batch=1))
 
 
 def min_gpus(spec: ModelSpec, parts: list[Hardware], formats: list[str], context: int,

@@ -8,6 +8,11 @@ memory channels vary), so it is measured instead, in about a second:
   fp32 (n = 1024) and bf16 (n = 256: CPUs without bf16 units run it tens of times slower).
 These are achieved rates, not peaks: a roofline on them needs no extra "achievable fraction".
 The result is cached for the process, so one command measures once and prints what it used.
+
+A roofline for one model on this CPU uses `probe_workload` instead: the same record with the
+bandwidth and FLOP/s that model's own kernels reach (archscope/hardware/kernels.py), since
+neither a copy nor a square matmul runs at the speed of a decode step's matrix-vector products
+or a prefill's prompt-shaped matmuls.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from __future__ import annotations
 import os
 import platform
 import time
+from dataclasses import replace
 from functools import lru_cache
 
+from archscope.hardware import kernels
 from archscope.hardware.catalog import Hardware
 
 COPY_MIB = 128
@@ -83,3 +90,19 @@ def probe_cpu() -> Hardware:
                f"{MATMUL_N['fp32']}^3 fp32 / {MATMUL_N['bf16']}^3 bf16 on {threads} threads; "
                "achieved rates, not peaks"),
         measured=True)
+
+
+def probe_workload(workload: kernels.Workload) -> Hardware:
+    """The local CPU priced for one model: `probe_cpu`'s record with the decode bandwidth and
+    prefill FLOP/s of that model's own matmuls (kernels.measure), in the workload's dtype."""
+    import torch
+
+    rates = kernels.measure(workload)
+    return replace(
+        probe_cpu(), memory_bandwidth=rates.decode_bytes_per_s,
+        peak_flops={workload.dtype: rates.prefill_flops_per_s},
+        notes=(f"this model's kernels, measured: {workload.dtype} matrix-vector products of "
+               f"one decode step ({1e3 * rates.decode_seconds:.1f} ms) and matmuls of one "
+               f"prefill ({1e3 * rates.prefill_seconds:.1f} ms) over {rates.shapes} weight "
+               f"shapes on {torch.get_num_threads()} threads; achieved "
+               "rates, not peaks"))

@@ -66,8 +66,8 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
     check_options(spec, o)
     device = resolve_device(o.device)
     needed = check_fits(spec, o, device)  # before anything is allocated
-    local = roofline.calibrate(device.type, o.dtype)
-    hardware = _hardware(o.hardware, device, local)
+    local = roofline.calibrate(device.type, o.dtype)  # the ceiling: fastest streaming read
+    hardware = _hardware(spec, o, device)
     tick("calibrated")
 
     peak = PeakMemory(device)
@@ -194,13 +194,14 @@ def _timings(runs, o: ProfileOptions) -> dict:
             "decode_ms_per_step": round(1e3 * o.batch / rate.median, 3)}
 
 
-def _hardware(name: str, device: torch.device, local: roofline.Hardware) -> roofline.Hardware:
-    if name == "local":
-        return local
-    if name == "auto":
-        gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
-        return (roofline.preset_for_gpu(gpu) if gpu else None) or local
-    return roofline.PRESETS[name]
+def _hardware(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> roofline.Hardware:
+    """The roofline's hardware: a preset by name, or (local, or auto without a preset for this
+    GPU) this machine priced at the model's own kernels."""
+    if o.hardware not in ("local", "auto"):
+        return roofline.PRESETS[o.hardware]
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
+    preset = roofline.preset_for_gpu(gpu) if gpu and o.hardware == "auto" else None
+    return preset or roofline.local_kernels(spec, str(device), o.dtype, o.batch, o.prompt_len)
 
 
 def _predictions(spec, o: ProfileOptions, hw, local, measured: float) -> dict:

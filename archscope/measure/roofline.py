@@ -12,8 +12,12 @@ Both are lower bounds, so a prediction is the best the hardware could do, never 
   (kv_cache_bytes at N). Over the T-1 steps after the prompt (N = P+1 .. P+T-1),
   tokens/s = B * (T-1) / sum of the step times.
 Left out: activation traffic, kernel launch and framework overhead, attention kernels that
-re-read K/V, caches smaller than the working set; the CPU profile's peaks are measured here, the
-GPU presets are datasheet peaks that real kernels reach only in part.
+re-read K/V, caches smaller than the working set. The GPU presets are datasheet peaks that real
+kernels reach only in part; `local` is this machine priced at the model's own kernels
+(`local_kernels`: its decode matrix-vector products and prefill matmuls, timed at their shapes),
+so a local prediction is what those kernels alone take. `calibrate` measures the machine's
+fastest streaming read instead: the ceiling no decode step can pass (the profile's
+bandwidth limit).
 """
 
 from __future__ import annotations
@@ -132,6 +136,22 @@ def predict_decode(spec: ModelSpec, hw: Hardware, prompt_len: int, new_tokens: i
     return Prediction(seconds, flops, moved, compute, memory,
                       {"tokens_per_s": tokens / seconds if seconds else None,
                        "bytes_per_step": moved // max(len(steps), 1)})
+
+
+def local_kernels(spec: ModelSpec, device: str, dtype: str, batch: int,
+                  prompt_len: int) -> Hardware:
+    """This machine as the rates of `spec`'s own kernels at this run's shapes (decode step of
+    `batch` tokens, prefill of `batch` prompts of `prompt_len`): archscope.hardware.kernels."""
+    from archscope.estimate.kernel_shapes import workload
+    from archscope.hardware import kernels
+
+    dtype = canonical_dtype(dtype)
+    r = kernels.measure(workload(spec, dtype, batch, prompt_len), device)
+    return Hardware(f"local-{device.split(':')[0]}", {dtype: r.prefill_flops_per_s},
+                    r.decode_bytes_per_s,
+                    f"measured: this model's {dtype} matmuls at its {r.shapes} weight shapes "
+                    f"(decode step {1e3 * r.decode_seconds:.1f} ms of matrix-vector products, "
+                    f"prefill {1e3 * r.prefill_seconds:.1f} ms of matmuls)")
 
 
 def calibrate(device: str = "cpu", dtype: str = "fp32", seconds: float = 0.3) -> Hardware:

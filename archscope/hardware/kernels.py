@@ -1,0 +1,135 @@
+"""The local CPU's rates for one model, measured on the kernels its forward runs.
+
+A square-matmul and a copy probe (probe.py) say little about a model's forward: decode is a
+row of matrix-vector products whose speed depends on each matrix's shape (a 2,048-wide row is
+not a 128k-tall head), and prefill is matmuls of `tokens` rows against each weight, far from
+a square 1,024 product (in bf16 on a CPU without bf16 units, tens of times apart). So this
+module times `torch.nn.functional.linear` at each distinct weight shape of the model, with
+the number of token rows each phase feeds it, and turns the times into two effective rates:
+
+- decode bandwidth = the weight bytes of one step / the summed time of its matrix-vector
+  products (each weight read once per step, as in the model);
+- prefill FLOP/s = the FLOPs of the prompt's matmuls / their summed time.
+
+A roofline priced at these rates predicts each phase as the sum of its kernels' measured
+times (the phase's other work, attention and norms, at the same rates). Measurement details:
+each decode probe cycles through enough copies of the matrix that the set is larger than the
+caches (a model reads every weight once per step: nothing stays cached between reads); shapes
+larger than a probe budget are cut to fewer output rows (or prompt rows) and the time scaled
+up in proportion, which holds once a kernel is that large. Every time is the best of a few
+calls, like a peak. Torch is imported on first use; this unit imports nothing else of
+archscope but timing helpers' conventions (it synchronises CUDA itself).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+FLUSH_BYTES = 256 << 20  # more than a server CPU's last-level cache, per decode probe
+MAX_COPY_BYTES = 128 << 20  # one probed matrix at most this large (taller ones are cut)
+MAX_MATMUL_FLOPS = 2e9  # one probed prefill matmul at most this much work
+REPEATS = 3
+
+
+@dataclass(frozen=True)
+class Linear:
+    """One weight shape of a model: `count` matrices of rows x cols read per forward, each fed
+    `tokens` rows of input."""
+
+    rows: int
+    cols: int
+    count: float  # matrices of this shape one forward reads (MoE: the expected experts)
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The matmuls of one decode step and one prefill, in one dtype (built by
+    archscope.estimate.kernel_shapes from a spec)."""
+
+    dtype: str  # 'fp32', 'bf16', 'fp16'
+    decode: tuple[Linear, ...]
+    prefill: tuple[Linear, ...]
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Effective rates of a workload on this machine, with what they came from."""
+
+    decode_bytes_per_s: float
+    prefill_flops_per_s: float
+    decode_seconds: float  # the summed matrix-vector time of one step
+    prefill_seconds: float  # the summed matmul time of one prefill
+    shapes: int  # distinct shapes probed
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def _best(fn, device: str, calls: int = 1) -> float:
+    """The fastest of REPEATS timed rounds (after one warm-up), per call."""
+    fn()
+    _sync(device)
+    best = float("inf")
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return best / calls
+
+
+@lru_cache(maxsize=None)
+def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = "cpu") -> float:
+    """Seconds of one `linear(x [tokens, cols], W [rows, cols])` on this machine, weights read
+    from memory (not from cache). Cached per process: a model's shapes repeat across layers."""
+    import torch
+    import torch.nn.functional as F
+
+    tdtype = _torch_dtype(dtype)
+    item = torch.empty((), dtype=tdtype).element_size()
+    probe_rows = max(1, min(rows, MAX_COPY_BYTES // (cols * item)))
+    probe_tokens = tokens
+    while 2 * probe_tokens * probe_rows * cols > MAX_MATMUL_FLOPS and probe_rows > 256:
+        probe_rows //= 2
+    while 2 * probe_tokens * probe_rows * cols > MAX_MATMUL_FLOPS and probe_tokens > 64:
+        probe_tokens //= 2
+    copies = max(1, -(-FLUSH_BYTES // (probe_rows * cols * item)))
+    if tokens > 64:  # compute-bound: one weight, reused, is what a prefill matmul does
+        copies = 1
+    weights = [torch.ones(probe_rows, cols, dtype=tdtype, device=device) for _ in range(copies)]
+    x = torch.randn(probe_tokens, cols, device=device).to(tdtype)
+
+    def run():
+        for w in weights:
+            F.linear(x, w)
+
+    seconds = _best(run, device, copies)
+    return seconds * (rows / probe_rows) * (tokens / probe_tokens)
+
+
+def measure(workload: Workload, device: str = "cpu") -> Rates:
+    """The workload's effective decode bandwidth and prefill FLOP/s (see the module doc)."""
+    import torch
+
+    item = torch.empty((), dtype=_torch_dtype(workload.dtype)).element_size()
+    dec_bytes = sum(m.count * m.rows * m.cols * item for m in workload.decode)
+    dec_s = sum(m.count * linear_seconds(m.rows, m.cols, m.tokens, workload.dtype, device)
+                for m in workload.decode)
+    pre_flops = sum(2 * m.count * m.tokens * m.rows * m.cols for m in workload.prefill)
+    pre_s = sum(m.count * linear_seconds(m.rows, m.cols, m.tokens, workload.dtype, device)
+                for m in workload.prefill)
+    shapes = {(m.rows, m.cols, m.tokens) for m in workload.decode + workload.prefill}
+    return Rates(dec_bytes / dec_s, pre_flops / pre_s, dec_s, pre_s, len(shapes))

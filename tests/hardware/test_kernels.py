@@ -1,0 +1,120 @@
+"""The local CPU priced at a model's own kernels: the shapes (checked against the built model's
+linear layers), the arithmetic of the effective rates, and fit / profile using them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+
+from archscope.estimate.fit import Setup, fit
+from archscope.estimate.kernel_shapes import workload
+from archscope.hardware import kernels, probe_cpu
+from archscope.nn import build_model
+from archscope.spec import load_spec
+from tests.parity import tiny_spec
+
+
+def _module_shapes(spec) -> Counter:
+    """(rows, cols) -> count of the matmuls one forward of the built model runs: its
+    nn.Linear weights, the lm_head's being the embedding's when tied."""
+    model = build_model(spec, device="meta")
+    shapes = Counter(tuple(m.weight.shape) for m in model.modules()
+                     if isinstance(m, torch.nn.Linear))
+    return shapes
+
+
+@pytest.mark.parametrize("spec", [
+    load_spec("llama-3.2-1b", ["n_layers=2"]),  # tied head, GQA, SwiGLU
+    load_spec("gpt2", ["n_layers=2"]),  # tied, with biases and learned positions
+    load_spec("qwen3-8b", ["n_layers=2"]),  # untied head
+    load_spec("deepseek-v2-lite", ["n_layers=2"]),  # MLA latents
+], ids=lambda s: s.name)
+def test_the_decode_shapes_are_the_built_models_matmuls(spec):
+    ours = workload(spec, "fp32", batch=1, prompt_len=8)
+    built = _module_shapes(spec)
+    routed = {(m.rows, m.cols) for m in ours.decode if m.count != int(m.count)}
+    assert not routed  # batch 1 reads exactly top_k experts: whole counts
+    if spec.plan[-1].ffn.kind == "moe":
+        # routed experts and the router are stored as parameters, not nn.Linear: compare the
+        # rest (the experts' top_k count is checked below)
+        layer = spec.plan[-1].ffn
+        expert = {(layer.d_expert, spec.d_model), (spec.d_model, layer.d_expert),
+                  (layer.n_experts, spec.d_model)}
+        dense = Counter({(m.rows, m.cols): m.count for m in ours.decode})
+        for shape in expert:
+            dense.pop(shape, None)
+            built.pop(shape, None)
+        assert dense == built
+    else:
+        assert Counter({(m.rows, m.cols): m.count for m in ours.decode}) == built
+
+
+def test_prefill_feeds_the_prompt_to_every_matmul_but_the_head():
+    spec = tiny_spec()
+    w = workload(spec, "fp32", batch=2, prompt_len=5)
+    head = (spec.vocab_size, spec.d_model)
+    assert {m.tokens for m in w.decode} == {2}
+    assert {(m.rows, m.cols): m.tokens for m in w.prefill}[head] == 2  # last position only
+    assert {m.tokens for m in w.prefill if (m.rows, m.cols) != head} == {10}
+
+
+def test_routed_experts_read_top_k_at_batch_1_and_the_expected_distinct_ones_after():
+    spec = tiny_spec(ffn=dict(kind="moe", n_experts=8, top_k=2, d_expert=32))
+    experts = lambda phase: sum(m.count for m in phase if m.cols == 32)  # the down_proj rows
+    one = workload(spec, "fp32", batch=1, prompt_len=4)
+    assert experts(one.decode) == 2 * 2  # 2 layers x top_k
+    expected = 8 * (1 - (1 - 2 / 8) ** 4)  # distinct experts 4 tokens touch
+    assert experts(workload(spec, "fp32", batch=4, prompt_len=4).decode) == pytest.approx(
+        2 * expected)
+
+
+def test_the_effective_rates_are_bytes_and_flops_over_the_summed_kernel_times(monkeypatch):
+    # a fake machine: each matmul takes max(bytes / 10 GB/s, flops / 50 GFLOP/s)
+    fake = lambda rows, cols, tokens, dtype, device="cpu": max(
+        rows * cols * 4 / 10e9, 2 * tokens * rows * cols / 50e9)
+    monkeypatch.setattr(kernels, "linear_seconds", fake)
+    w = workload(load_spec("llama-3.2-1b", ["n_layers=2"]), "fp32", batch=1, prompt_len=512)
+    r = kernels.measure(w)
+    assert r.decode_bytes_per_s == pytest.approx(10e9)  # every decode matmul is memory-bound
+    head = max(w.prefill, key=lambda m: m.rows)  # the 128k-row head: one token, memory-bound
+    rest = sum(2 * m.count * m.tokens * m.rows * m.cols for m in w.prefill if m is not head)
+    head_s = head.rows * head.cols * 4 / 10e9
+    flops = rest + 2 * head.tokens * head.rows * head.cols
+    assert r.prefill_flops_per_s == pytest.approx(flops / (rest / 50e9 + head_s))
+
+
+def test_a_probe_too_large_to_run_whole_is_cut_and_scaled(monkeypatch):
+    probed = []
+
+    def one_ms(fn, device, calls=1):  # the probed kernel "takes" 1 ms, whatever its shape
+        fn()
+        return 1e-3
+
+    real_linear = torch.nn.functional.linear
+    monkeypatch.setattr(torch.nn.functional, "linear",
+                        lambda x, w: probed.append((x.shape[0], *w.shape)) or real_linear(x, w))
+    monkeypatch.setattr(kernels, "_best", one_ms)
+    monkeypatch.setattr(kernels, "MAX_COPY_BYTES", 64 * 64 * 4)
+    monkeypatch.setattr(kernels, "MAX_MATMUL_FLOPS", 2 * 64 * 256 * 64)
+    kernels.linear_seconds.cache_clear()
+    try:
+        # 64x the rows a probe may hold: 64 rows probed, the time scaled by 64
+        assert kernels.linear_seconds(64 * 64, 64, 1, "fp32") == pytest.approx(64e-3)
+        assert probed[-1] == (1, 64, 64)
+        # and 1,024 prompt rows over the work budget: 256 of them probed, scaled by 16 x 4
+        assert kernels.linear_seconds(1024, 64, 1024, "fp32") == pytest.approx(64e-3)
+        assert probed[-1] == (256, 64, 64)
+    finally:
+        kernels.linear_seconds.cache_clear()
+
+
+def test_fit_on_the_cpu_is_priced_at_the_models_kernels(monkeypatch):
+    monkeypatch.setattr(kernels, "linear_seconds",
+                        lambda rows, cols, tokens, dtype, device="cpu": rows * cols * 4 / 7e9)
+    spec = load_spec("llama-3.2-1b", ["n_layers=2"])
+    result = fit(spec, probe_cpu(), Setup(context=64, weight_format="fp32", kv_dtype="fp32",
+                                          bandwidth_fraction=1.0, compute_fraction=1.0))
+    assert result.rates.bytes_per_s == pytest.approx(7e9)
+    assert "this model's kernels" in result.hardware.notes
