@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.delta_rule import chunked, l2_normalize, recurrent_step
+from archscope.nn.depthwise import causal_depthwise_conv
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
 
 RECURRENT_DTYPE = torch.float32
@@ -114,14 +115,7 @@ class GatedDeltaNet(nn.Module):
     def convolve(self, qkv: torch.Tensor, state: DeltaNetState | None) -> torch.Tensor:
         """Causal depthwise conv of [B, conv_dim, T] with silu: each output reads its input and
         the conv_kernel - 1 before it (zeros before the first token, else the state's)."""
-        kernel = self.gdn.conv_kernel
-        if state is None:
-            padded = F.pad(qkv, (kernel - 1, 0))
-        else:
-            window = torch.cat((state.conv.to(qkv.dtype), qkv), dim=-1)
-            state.conv.copy_(window[..., -kernel:])
-            padded = window[..., 1:]  # the state's oldest column is one tap too far back
-        out = F.conv1d(padded, self.conv1d.weight, groups=qkv.shape[1])  # exactly T outputs
+        out = causal_depthwise_conv(qkv, self.conv1d, None if state is None else state.conv)
         return F.silu(out)
 
     def delta_rule(self, q, k, v, g, beta, state: DeltaNetState | None):

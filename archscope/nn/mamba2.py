@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archscope.nn.depthwise import causal_depthwise_conv
 from archscope.spec.mamba2 import Mamba2Spec
 
 
@@ -167,16 +168,8 @@ class Mamba2Mixer(nn.Module):
         """silu(causal conv) over [b, T, conv_dim]; the state supplies the columns before the
         prompt (zeros when fresh: transformers pads a fresh prompt with zeros) and keeps the
         last conv_kernel inputs."""
-        cols = xbc.transpose(1, 2)
-        k = self.spec.conv_kernel
-        history = (cols.new_zeros(*cols.shape[:2], k) if state is None
-                   else state.conv.to(cols.dtype))
-        full = torch.cat([history, cols], dim=-1)  # a new tensor: safe to overwrite the state now
-        if state is not None:
-            state.conv.copy_(full[..., -k:])
-        # the oldest kept column is not read: T outputs need only the k - 1 columns before them
-        w = self.conv1d.weight
-        out = F.conv1d(full[..., 1:].to(w.dtype), w, self.conv1d.bias, groups=self.spec.conv_dim)
+        history = None if state is None else state.conv
+        out = causal_depthwise_conv(xbc.transpose(1, 2), self.conv1d, history)
         return F.silu(out).to(xbc.dtype).transpose(1, 2)
 
     def _heads(self, t: torch.Tensor) -> torch.Tensor:
