@@ -36,7 +36,8 @@ def list_cmd():
 @click.argument("model")
 @_set_option
 @click.option("--verify", is_flag=True,
-              help="Also build the model on the meta device and count its parameters.")
+              help="Also build the model on the meta device, count its parameters and check "
+                   "the module tables against it; exit 1 on any mismatch.")
 @_estimate_options
 @format_option("json", default="text")
 def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
@@ -59,11 +60,11 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
     record = _record(spec, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, lengths)
     details = details_record(spec, record, lengths)
     params = record.params
-    counted = None
-    if verify or fmt == "text":
-        from archscope.measure.counted import counted_params, layer_module_rows
-    if verify:
-        counted = counted_params(spec)
+    counted, differences = None, []
+    if verify:  # only here is torch imported: the tables below come from the spec
+        from archscope.measure.counted import verify_structure
+
+        counted, differences = verify_structure(spec)
     if fmt == "json":
         out = {"model": spec.name, "spec": to_mapping(spec), "params_total": params.total,
                "params_active": params.active, "params_embedding": params.embedding,
@@ -73,12 +74,16 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
             out["params_counted"] = counted
         _echo_json(out)
     else:
+        from archscope.estimate.structure import layer_module_rows
         from archscope.report.terminal.show import show_text
 
         click.echo(show_text(spec, record, layer_module_rows(spec), details, counted), nl=False)
     if counted is not None and counted != params.total:
         click.echo(f"error: analytic parameter count {params.total:,} differs from the built "
                    f"module's {counted:,}", err=True)
+    for line in differences:
+        click.echo(f"error: module table of {spec.name}: {line}", err=True)
+    if (counted is not None and counted != params.total) or differences:
         sys.exit(1)
 
 

@@ -13,20 +13,29 @@ It mirrors transformers' classes (and so archscope's builder), with HF module na
 - lm_head d -> vocab, whose weight is the embedding's when tie_embeddings.
 
 Each `Part` carries its parameters and its multiply-adds per token (the weight elements of its
-matmuls: biases, norms, activations and lookups do no matmul work).
+matmuls: biases, norms, activations and lookups do no matmul work), and a layer's parts their
+tensors (`Weight`), from which `layer_module_rows` makes the per-layer module tables.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import replace
 
 from archscope.kinds import attention_kind, ffn_kind, mixer_kind
-from archscope.kinds.base import Part, linear, norm, merged
+from archscope.kinds.base import Part, Weight, linear, norm, merged
 from archscope.spec import LayerPlan, ModelSpec
+from archscope.spec.components import NORM_SLOTS, SUBLAYER_SLOTS, NormSpec
 
 __all__ = ["Part", "linear", "norm", "merged", "layer_parts", "embedding_parts", "head_parts",
-           "model_parts", "distinct_layers", "attention_parts", "mixer_parts", "ffn_parts", "mtp_parts"]
+           "model_parts", "distinct_layers", "attention_parts", "mixer_parts", "ffn_parts", "mtp_parts",
+           "layer_module_rows"]
+
+# The builder's names (nn/model.py's Block): the attribute each sublayer is registered under,
+# and the class of each norm kind (nn/norms.py). `show --verify` checks them on the built model.
+SUBLAYER_MODULES = {"attention": "self_attn", "state": "mixer", "ffn": "mlp"}
+NORM_MODULES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
 
 
 def attention_parts(attn, d: int) -> list[Part]:
@@ -53,18 +62,85 @@ def _mixer_parts(attention, state, d: int) -> list[Part]:
 def layer_parts(spec: ModelSpec, layer: LayerPlan) -> list[Part]:
     """One decoder layer: its mixer, its FFN, and its norms (two, or four for a sandwich; half
     of them in a layer with one sublayer, Nemotron-H's)."""
-    return list(_layer_parts(spec.d_model, spec.norm.per_layer // 2, spec.norm.has_bias,
-                             layer.attention, layer.state, layer.ffn))
+    return list(_layer_parts(spec.d_model, spec.norm, layer.attention, layer.state, layer.ffn))
 
 
 # Parts depend on the layer's components, not its index: most layers of a model (and of every
 # variant of a sweep) repeat a few, and the estimators ask for each layer several times.
 @functools.lru_cache(maxsize=4096)
-def _layer_parts(d: int, per_sublayer: int, norm_bias: bool, attention, state,
-                 ffn) -> tuple[Part, ...]:
-    sublayers = (attention is not None or state is not None) + (ffn is not None)
-    norms = merged("norms", [norm("", d, norm_bias)] * (per_sublayer * sublayers))
+def _layer_parts(d: int, norm_spec: NormSpec, attention, state, ffn) -> tuple[Part, ...]:
+    has_mixer = attention is not None or state is not None
+    norms = merged("norms", (_sublayer_norms(d, norm_spec, "attn") if has_mixer else [])
+                   + (_sublayer_norms(d, norm_spec, "ffn") if ffn is not None else []))
     return tuple(_mixer_parts(attention, state, d) + (ffn_parts(ffn, d) if ffn is not None else []) + [norms])
+
+
+def _sublayer_norms(d: int, norm_spec: NormSpec, sublayer: str) -> list[Part]:
+    """The norms the block registers with a sublayer ('attn' or 'ffn'), in its order, each
+    named as its slot's module (input_layernorm, ...)."""
+    slots = NORM_SLOTS[norm_spec.position]
+    return [norm("norms", d, norm_spec.has_bias, module=slots[slot],
+                 module_type=NORM_MODULES[norm_spec.kind])
+            for slot in SUBLAYER_SLOTS[sublayer] if slot in slots]
+
+
+def layer_weights(spec: ModelSpec, layer: LayerPlan) -> list[Weight]:
+    """One decoder layer's tensors under their module paths in the layer, in the order the
+    block registers them: each sublayer's norms, then the sublayer (the builder's order)."""
+    d, out = spec.d_model, []
+    mixer = "attention" if layer.attention is not None else "state" if layer.state else None
+    if mixer:
+        out += [w for p in _sublayer_norms(d, spec.norm, "attn") for w in p.weights]
+        out += [w.under(SUBLAYER_MODULES[mixer]) for p in mixer_parts(layer, d)
+                for w in p.weights]
+    if layer.ffn is not None:
+        out += [w for p in _sublayer_norms(d, spec.norm, "ffn") for w in p.weights]
+        out += [w.under(SUBLAYER_MODULES["ffn"]) for p in ffn_parts(layer.ffn, d)
+                for w in p.weights]
+    return out
+
+
+def module_rows(weights: list[Weight]) -> list[dict]:
+    """One row per module that owns tensors (module, type, shapes, weights, params), in the
+    order torch's named_modules walks the built layer: a module before its children, siblings
+    in the order they were registered (first met in `weights`)."""
+    first_seen: dict[str, int] = {}
+    by_module: dict[str, list[Weight]] = {}
+    for w in weights:
+        parts = w.module.split(".")
+        for i in range(1, len(parts) + 1):
+            first_seen.setdefault(".".join(parts[:i]), len(first_seen))
+        by_module.setdefault(w.module, []).append(w)
+
+    def walk_order(module: str) -> tuple[int, ...]:
+        parts = module.split(".")
+        return tuple(first_seen[".".join(parts[:i])] for i in range(1, len(parts) + 1))
+
+    rows = []
+    for module in sorted(by_module, key=walk_order):
+        own = by_module[module]
+        rows.append({"module": module, "type": own[0].module_type,
+                     "shapes": ", ".join(f"{w.name}{list(w.shape)}" for w in own),
+                     "weights": {w.name: list(w.shape) for w in own},
+                     "params": sum(math.prod(w.shape) for w in own)})
+    return rows
+
+
+def layer_module_rows(spec: ModelSpec) -> dict[tuple[int, ...], list[dict]]:
+    """Module rows of each distinct layer structure, keyed by the layer indices that share it
+    (layers whose tables are equal share one, whatever else differs: a window, a RoPE base)."""
+    rows_of_parts: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[int]] = {}
+    rows_of: dict[tuple, list[dict]] = {}
+    for i, layer in enumerate(spec.plan):
+        key = (layer.attention, layer.state, layer.ffn)
+        if key not in rows_of_parts:
+            rows_of_parts[key] = module_rows(layer_weights(spec, layer))
+        rows = rows_of_parts[key]
+        table = tuple((r["module"], r["type"], r["shapes"]) for r in rows)
+        groups.setdefault(table, []).append(i)
+        rows_of[table] = rows
+    return {tuple(idx): rows_of[table] for table, idx in groups.items()}
 
 
 def distinct_layers(spec: ModelSpec) -> list[tuple[LayerPlan, int]]:

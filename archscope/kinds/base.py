@@ -3,13 +3,30 @@
 A `Part` is one named piece of the model (a projection, a norm, a group of experts) with its
 parameters and its multiply-adds per token: the weight elements of its matmuls (biases, norms,
 activations and lookups do no matmul work). Parts mirror transformers' modules and HF names.
+A layer's parts also carry their `Weight`s: each parameter tensor with its shape, under the
+module name and class the builder registers it with, so the module tables of `show` and the
+reports come from the spec alone (`show --verify` checks them against the built module).
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable
+
+
+@dataclass(frozen=True)
+class Weight:
+    """One parameter tensor as the built module holds it."""
+
+    module: str  # the module's path inside its component: "q_proj"; "" is the component itself
+    module_type: str  # the module's class name: "Linear", "RMSNorm", "RoutedExperts"
+    name: str  # the parameter's attribute: "weight", "bias", "sinks", "gate_up_proj"
+    shape: tuple[int, ...]
+
+    def under(self, prefix: str) -> Weight:
+        """The same tensor seen from the module that holds `prefix` ("self_attn", "mlp")."""
+        return replace(self, module=f"{prefix}.{self.module}" if self.module else prefix)
 
 
 @dataclass(frozen=True)
@@ -22,21 +39,47 @@ class Part:
     copies: int = 1  # stored copies (routed experts: n_experts)
     active: int = 1  # copies one token uses (routed experts: top_k)
     per_key: bool = False  # MLA kv_b_proj: applied per decompressed key (see estimate/flops.py)
+    # its tensors, all copies, in the order its module registers them (a layer's parts; the
+    # tests check they hold params * copies elements); not part of a part's identity
+    weights: tuple[Weight, ...] = field(default=(), compare=False, repr=False)
 
 
-def linear(name: str, d_in: int, d_out: int, bias: bool = False) -> Part:
-    """nn.Linear(d_in, d_out): d_in*d_out weights (+ d_out bias); d_in*d_out multiply-adds."""
-    return Part(name, d_in * d_out + (d_out if bias else 0), d_in * d_out)
+def linear(name: str, d_in: int, d_out: int, bias: bool = False, module: str | None = None,
+           module_type: str = "Linear") -> Part:
+    """nn.Linear(d_in, d_out): d_in*d_out weights (+ d_out bias); d_in*d_out multiply-adds.
+    Its module is named as the part's last name ("attention.q_proj": q_proj) unless `module`
+    says otherwise; `module_type` names a class laid out as Linear (MoE's Router)."""
+    module = name.rsplit(".", 1)[-1] if module is None else module
+    weights = (Weight(module, module_type, "weight", (d_out, d_in)),)
+    if bias:
+        weights += (Weight(module, module_type, "bias", (d_out,)),)
+    return Part(name, d_in * d_out + (d_out if bias else 0), d_in * d_out, weights=weights)
 
 
-def norm(name: str, size: int, bias: bool = False) -> Part:
-    """RMSNorm(size) has a weight; LayerNorm(size) a weight and, usually, a bias."""
-    return Part(name, size * (2 if bias else 1))
+def norm(name: str, size: int, bias: bool = False, module: str | None = None,
+         module_type: str = "RMSNorm") -> Part:
+    """RMSNorm(size) has a weight; LayerNorm(size) a weight and, usually, a bias. Its module is
+    named as `linear` names one."""
+    module = name.rsplit(".", 1)[-1] if module is None else module
+    names = ("weight", "bias") if bias else ("weight",)
+    return Part(name, size * len(names),
+                weights=tuple(Weight(module, module_type, n, (size,)) for n in names))
 
 
-def merged(name: str, parts: list[Part], copies: int = 1, active: int = 1) -> Part:
-    """Several parts reported as one (an expert's gate/up/down), with `copies` of it stored."""
-    return Part(name, sum(p.params for p in parts), sum(p.macs for p in parts), copies, active)
+def merged(name: str, parts: list[Part], copies: int = 1, active: int = 1,
+           module: str | None = None) -> Part:
+    """Several parts reported as one (an expert's gate/up/down), with `copies` of it stored.
+    Their tensors are kept, under `module` when the parts are its children (shared_experts)."""
+    weights = tuple(w.under(module) if module else w for p in parts for w in p.weights)
+    return Part(name, sum(p.params for p in parts), sum(p.macs for p in parts), copies, active,
+                weights=weights)
+
+
+def own_weights(prefix: str, module_type: str, sizes: dict[str, int]) -> list[Part]:
+    """A component's own vectors (no submodule holds them: Mamba-2's dt_bias, A_log, D), one
+    part each, named `prefix`.name."""
+    return [Part(f"{prefix}.{n}", size, weights=(Weight("", module_type, n, (size,)),))
+            for n, size in sizes.items()]
 
 
 def gated_parts(prefix: str, d: int, d_ff: int, bias: bool, fused: bool = False) -> list[Part]:

@@ -13,7 +13,7 @@ times batch for a batch.
 
 from __future__ import annotations
 
-from archscope.kinds.base import Part, StateMixerKind, linear, norm
+from archscope.kinds.base import Part, StateMixerKind, Weight, linear, norm, own_weights
 from archscope.kinds.registry import register
 from archscope.units import commas
 
@@ -31,13 +31,14 @@ def parts(g, d: int, prefix: str = "mixer") -> list[Part]:
         norm          d_v                                  one weight shared by the heads
         out_proj      value_dim * d
     """
-    conv = Part(f"{prefix}.conv1d", g.conv_dim * g.conv_kernel, g.conv_dim * g.conv_kernel)
+    conv = Part(f"{prefix}.conv1d", g.conv_dim * g.conv_kernel, g.conv_dim * g.conv_kernel,
+                weights=(Weight("conv1d", "Conv1d", "weight", (g.conv_dim, 1, g.conv_kernel)),))
     return [linear(f"{prefix}.in_proj_qkvz", d, g.qkvz_width),
             linear(f"{prefix}.in_proj_ba", d, g.ba_width),
             conv,
-            Part(f"{prefix}.dt_bias", g.n_value_heads),
-            Part(f"{prefix}.A_log", g.n_value_heads),
-            norm(f"{prefix}.norm", g.value_head_dim),
+            *own_weights(prefix, "GatedDeltaNet", dict.fromkeys(("dt_bias", "A_log"),
+                                                                g.n_value_heads)),
+            norm(f"{prefix}.norm", g.value_head_dim, module_type="GatedRMSNorm"),
             linear(f"{prefix}.out_proj", g.value_dim, d)]
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 
 from archscope.kinds.registry import register
-from archscope.kinds.base import AttentionKind, Part, linear, norm
+from archscope.kinds.base import AttentionKind, linear, norm, own_weights
 from archscope.kinds.wording import (attention_extras, rope_text, scale_text, window_label,
                                      window_short)
 from archscope.units import bias_text, commas
@@ -52,7 +52,7 @@ def parts(attn, d: int):
            else [linear("attention.q_proj", d, q_rows, attn.bias),
                  linear("attention.k_proj", d, kv_width, attn.bias),
                  linear("attention.v_proj", d, kv_width, attn.bias)])
-    sinks = [Part("attention.sinks", attn.n_heads)] if attn.sinks else []
+    sinks = own_weights("attention", "GQAAttention", {"sinks": attn.n_heads}) if attn.sinks else []
     return [*qkv,
             *qk_norms,
             linear("attention.o_proj", q_width, d, attn.has_out_bias), *sinks]

@@ -16,7 +16,7 @@ the decays, the D skip (I per token), the gate and the norm, and in decode the s
 
 from __future__ import annotations
 
-from archscope.kinds.base import Part, StateMixerKind, linear, norm
+from archscope.kinds.base import Part, StateMixerKind, Weight, linear, norm, own_weights
 from archscope.kinds.registry import register
 from archscope.units import bias_text, commas
 
@@ -35,12 +35,14 @@ def parts(m, d: int) -> list[Part]:
     out_proj  I*d (+ d bias)
     """
     conv = m.conv_dim * m.conv_kernel
+    conv_weights = (Weight("conv1d", "Conv1d", "weight", (m.conv_dim, 1, m.conv_kernel)),)
+    conv_weights += (Weight("conv1d", "Conv1d", "bias", (m.conv_dim,)),) if m.conv_bias else ()
     return [linear("mixer.in_proj", d, m.in_proj_width, m.proj_bias),
-            Part("mixer.conv1d", conv + (m.conv_dim if m.conv_bias else 0), conv),
-            Part("mixer.dt_bias", m.n_heads),
-            Part("mixer.A_log", m.n_heads),
-            Part("mixer.D", m.n_heads),
-            norm("mixer.norm", m.d_inner),
+            Part("mixer.conv1d", conv + (m.conv_dim if m.conv_bias else 0), conv,
+                 weights=conv_weights),
+            *own_weights("mixer", "Mamba2Mixer", dict.fromkeys(("dt_bias", "A_log", "D"),
+                                                               m.n_heads)),
+            norm("mixer.norm", m.d_inner, module_type="GatedRMSNorm"),
             linear("mixer.out_proj", m.d_inner, d, m.proj_bias)]
 
 

@@ -12,19 +12,33 @@ Its activations: gate and up of every expert a token visits, plus the router's l
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from archscope.kinds.registry import register
-from archscope.kinds.base import FFNKind, gated_parts, linear, merged
+from archscope.kinds.base import FFNKind, Weight, gated_parts, linear, merged
 from archscope.kinds.swiglu import clamp_text
 from archscope.units import commas, num
 
 
+def expert_weights(ffn, d: int) -> tuple[Weight, ...]:
+    """The routed experts as transformers 5.x stores them: every expert's gate and up rows in
+    one 3-D tensor, its down_proj in another (and gpt-oss's biases likewise stacked)."""
+    n, h = ffn.n_experts, ffn.d_expert
+    shapes = {"gate_up_proj": (n, 2 * h, d), "down_proj": (n, d, h)}
+    if ffn.bias:
+        shapes |= {"gate_up_proj_bias": (n, 2 * h), "down_proj_bias": (n, d)}
+    return tuple(Weight("experts", "RoutedExperts", name, s) for name, s in shapes.items())
+
+
 def parts(ffn, d: int):
     expert = gated_parts("expert", d, ffn.d_expert, ffn.bias)
-    out = [linear("ffn.router", d, ffn.n_experts, ffn.routing.bias),
-           merged("ffn.experts", expert, copies=ffn.n_experts, active=ffn.top_k)]
+    experts = merged("ffn.experts", expert, copies=ffn.n_experts, active=ffn.top_k)
+    out = [linear("ffn.router", d, ffn.n_experts, ffn.routing.bias, module="gate",
+                  module_type="Router"),
+           replace(experts, weights=expert_weights(ffn, d))]
     if ffn.shared_experts:
         shared = gated_parts("shared", d, ffn.shared_width, ffn.bias)
-        out.append(merged("ffn.shared_experts", shared))
+        out.append(merged("ffn.shared_experts", shared, module="shared_experts"))
     if ffn.shared_gate:
         out.append(linear("ffn.shared_expert_gate", d, 1))
     return out

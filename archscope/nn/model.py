@@ -14,22 +14,8 @@ from archscope.nn.cache import KVCache
 from archscope.nn.norms import make_norm
 from archscope.nn.registry import ffn_module, mixer_module
 from archscope.nn.rope import RotaryEmbedding
+from archscope.spec.components import NORM_SLOTS, SUBLAYER_SLOTS
 from archscope.spec.schema import LayerPlan, ModelSpec
-
-
-# Where each sublayer's two norms sit, by norm.position, under the module names transformers
-# uses for that layout (so checkpoints map by name). A block is
-#   x = attn_sum(x + r * attn_out(self_attn(attn_in(x))))
-#   x = ffn_sum(x + r * ffn_out(mlp(ffn_in(x))))
-# and the slots a layout leaves empty are identities.
-NORM_SLOTS = {
-    "pre": {"attn_in": "input_layernorm", "ffn_in": "post_attention_layernorm"},  # Llama
-    "post": {"attn_sum": "input_layernorm", "ffn_sum": "post_attention_layernorm"},  # 2017
-    "output": {"attn_out": "post_attention_layernorm",  # OLMo 2: norm the sublayer's output
-               "ffn_out": "post_feedforward_layernorm"},
-    "sandwich": {"attn_in": "input_layernorm", "attn_out": "post_attention_layernorm",  # Gemma
-                 "ffn_in": "pre_feedforward_layernorm", "ffn_out": "post_feedforward_layernorm"},
-}
 
 
 class Block(nn.Module):
@@ -51,11 +37,11 @@ class Block(nn.Module):
         self.mixer_name = ("self_attn" if layer.attention is not None else
                            "mixer" if layer.state is not None else None)
         if self.mixer_name:
-            norms("attn_in", "attn_out", "attn_sum")  # registration order = the old module order
+            norms(*SUBLAYER_SLOTS["attn"])  # registration order = the module order
             setattr(self, self.mixer_name, mixer_module(spec, layer))
         self.has_ffn = layer.ffn is not None
         if self.has_ffn:
-            norms("ffn_in", "ffn_out", "ffn_sum")
+            norms(*SUBLAYER_SLOTS["ffn"])
             self.mlp = ffn_module(spec, layer.ffn)
         self.residual_scale = spec.mults.residual
 

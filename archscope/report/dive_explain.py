@@ -1,8 +1,9 @@
 """The deep dive's explaining records: the data flow with real shapes, the RoPE frequencies and
 bands, and the per-layer decode FLOPs. JSON-ready dicts, rendered by pages/deep_dive_explain.py.
 
-Shapes come from the model built on the meta device (measure.counted's module rows: each
-Linear's weight is [out, in], so its activation goes [B, T, in] -> [B, T, out]); FLOPs from
+Shapes come from the spec's module tables (estimate.structure.layer_module_rows, checked
+against the model built on meta by `show --verify` and the tests: each Linear's weight is
+[out, in], so its activation goes [B, T, in] -> [B, T, out]); FLOPs from
 estimate/flops.decode_flops_by_layer; frequencies from estimate/rope.rope_table.
 """
 

@@ -135,6 +135,6 @@ def structure_groups(spec: ModelSpec) -> list[dict]:
 
 
 def module_groups(modules: dict[tuple[int, ...], list[dict]]) -> list[dict]:
-    """measure.counted.layer_module_rows grouped for the deep dive's per-layer tables."""
+    """estimate.structure.layer_module_rows grouped for the deep dive's per-layer tables."""
     return [{"layers": layers_text(list(idx)), "count": len(idx), "rows": rows}
             for idx, rows in modules.items()]

@@ -29,7 +29,23 @@ RouterWeights = Literal["output", "input"]
 # output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm;
 # sandwich: both, four norms per block, x + post(sublayer(pre(x))) (Gemma 2/3), keeping the final
 NormPosition = Literal["pre", "post", "output", "sandwich"]
-NORMS_PER_LAYER = {"sandwich": 4}  # every other position has two (where they sit differs)
+# Where each sublayer's norms sit, by norm.position, under the module names transformers uses
+# for that layout (so checkpoints map by name). A block is
+#   x = attn_sum(x + r * attn_out(self_attn(attn_in(x))))
+#   x = ffn_sum(x + r * ffn_out(mlp(ffn_in(x))))
+# and the slots a layout leaves empty are identities. Torch-free here, so the builder
+# (nn/model.py) and the spec-derived module tables (estimate/structure.py) read the same names.
+NORM_SLOTS = {
+    "pre": {"attn_in": "input_layernorm", "ffn_in": "post_attention_layernorm"},  # Llama
+    "post": {"attn_sum": "input_layernorm", "ffn_sum": "post_attention_layernorm"},  # 2017
+    "output": {"attn_out": "post_attention_layernorm",  # OLMo 2: norm the sublayer's output
+               "ffn_out": "post_feedforward_layernorm"},
+    "sandwich": {"attn_in": "input_layernorm", "attn_out": "post_attention_layernorm",  # Gemma
+                 "ffn_in": "pre_feedforward_layernorm", "ffn_out": "post_feedforward_layernorm"},
+}
+# A sublayer's slots in the order the block registers their norms (the module order).
+SUBLAYER_SLOTS = {"attn": ("attn_in", "attn_out", "attn_sum"),
+                  "ffn": ("ffn_in", "ffn_out", "ffn_sum")}
 
 
 @dataclass(frozen=True)
@@ -56,7 +72,7 @@ class NormSpec:
     @property
     def per_layer(self) -> int:
         """Norms in one decoder layer."""
-        return NORMS_PER_LAYER.get(self.position, 2)
+        return len(NORM_SLOTS[self.position])
 
     @property
     def has_bias(self) -> bool:

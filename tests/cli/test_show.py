@@ -2,8 +2,10 @@
 
 import json
 
-from archscope.estimate import count_params, kv_cache_bytes
+from archscope.estimate import count_params, kv_cache_bytes, structure
 from archscope.spec import load_spec
+
+from no_torch import assert_runs_without_torch
 
 
 def test_json_contract_with_verify(run_cli):
@@ -41,3 +43,17 @@ def test_show_accepts_an_hf_config(tmp_path, run_cli):
     write_hf_config(spec, tmp_path)
     code, out, _ = run_cli("show", str(tmp_path), "--format", "json")
     assert code == 0 and json.loads(out)["params_total"] == count_params(spec).total
+
+
+def test_show_text_never_imports_torch():
+    """The module tables come from the spec (estimate/structure.py): text mode stays fast."""
+    assert_runs_without_torch(["show", "deepseek-v2"], ["show", "qwen3-next-80b-a3b"])
+
+
+def test_verify_exits_1_when_the_module_tables_differ(run_cli, monkeypatch):
+    # the spec side names the FFN sublayer differently from the builder's `mlp`
+    monkeypatch.setitem(structure.SUBLAYER_MODULES, "ffn", "feed_forward")
+    code, out, err = run_cli("show", "llama-3.2-1b", "--verify")
+    assert code == 1
+    assert "feed_forward.gate_proj" in out  # what the spec side printed
+    assert "error: module table of llama-3.2-1b: layer 0:" in err and "mlp.gate_proj" in err

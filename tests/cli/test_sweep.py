@@ -4,10 +4,10 @@ listed with the validation's key and reason, the csv/json shapes, the plot, and 
 import csv
 import io
 import json
-import subprocess
-import sys
 
 import pytest
+
+from no_torch import assert_runs_without_torch
 
 GRID = ("--grid", "attention.n_kv_heads=1,3,8", "--grid", "n_layers=2,4",
         "--grid", "ffn.d_ff=512,1024")
@@ -98,7 +98,5 @@ def test_pareto_front_minimises_or_maximises():
 
 
 def test_sweep_never_imports_torch():
-    code = ("import sys; from archscope.cli import main; "
-            "main(['sweep', 'llama-3.2-1b', '--grid', 'n_layers=2,4', '--format', 'json']); "
-            "assert 'torch' not in sys.modules, 'torch imported'")
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    assert_runs_without_torch(['sweep', 'llama-3.2-1b', '--grid', 'n_layers=2,4', '--format',
+                               'json'])

@@ -22,6 +22,7 @@ torch = pytest.importorskip("torch")
 nn = pytest.importorskip("archscope.nn")
 if not hasattr(nn, "build_model"):
     pytest.skip("archscope.nn.build_model is not there yet", allow_module_level=True)
+from archscope.measure.counted import module_table_differences  # noqa: E402
 from archscope.nn.mla import set_mla_decode_form  # noqa: E402
 
 MLA_PRESETS = [n for n in preset_names() if load_spec(n).attention.kind == "mla"]
@@ -67,9 +68,12 @@ def prompt(spec, length: int = PROMPT):
 
 @pytest.mark.parametrize("name", preset_names())
 def test_params_match_the_built_model_on_meta(name):
+    """Full size on meta: the parameter count, and the module tables `show` prints from the spec
+    (the check `show --verify` runs), both against the built module."""
     spec = load_spec(name)
     model = build_or_skip(spec, "meta")
     assert count_params(spec).total == sum(p.numel() for p in model.parameters())
+    assert module_table_differences(spec, model) == []
 
 
 @pytest.mark.parametrize("name", preset_names())

@@ -4,8 +4,6 @@ speed (no torch import), and the split arithmetic's refusals."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +13,8 @@ from archscope.errors import InputError
 from archscope.estimate.formats import weights_in_format
 from archscope.estimate.parallel import split
 from archscope.spec import load_spec, preset_names
+
+from no_torch import assert_runs_without_torch
 
 KEYS = ("fits", "weights_bytes_per_gpu", "cache_bytes_per_sequence", "max_context",
         "max_concurrent_sequences", "ttft_ms", "tpot_ms", "decode_tokens_per_s", "bound")
@@ -108,11 +108,6 @@ def test_fit_text_names_the_verdict_and_the_sources():
 
 def test_fit_never_imports_torch():
     """Fast by construction: the analytic path stays clear of torch (and its import time)."""
-    code = ("import sys\nfrom archscope.cli import main\n"
-            "for args in (['fit', 'deepseek-v3', '--gpu', 'h200', '--n-gpus', '8', '--ep', '8',"
-            " '--weight-format', 'fp8-block', '--format', 'json'], ['fit', 'kimi-k2']):\n"
-            "    try:\n        main(args)\n    except SystemExit as e:\n"
-            "        assert not e.code, e.code\n"
-            "assert 'torch' not in sys.modules, 'torch imported'\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert_runs_without_torch(['fit', 'deepseek-v3', '--gpu', 'h200', '--n-gpus', '8', '--ep',
+                               '8', '--weight-format', 'fp8-block', '--format', 'json'],
+                              ['fit', 'kimi-k2'])

@@ -61,7 +61,7 @@ def model_diagram(spec: ModelSpec, groups: list[dict]) -> str:
     return g.render()
 
 
-# The two norms' HF names by norm.position (archscope.nn.model.NORM_SLOTS builds them).
+# The two norms' HF names by norm.position (archscope.spec.components.NORM_SLOTS).
 _NORM_NAMES = {"pre": ("input_layernorm", "post_attention_layernorm"),
                "post": ("input_layernorm", "post_attention_layernorm"),
                "output": ("post_attention_layernorm", "post_feedforward_layernorm"),

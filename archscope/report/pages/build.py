@@ -22,6 +22,7 @@ from archscope.report.pages.markdown import GENERATED, page
 from archscope.report.figure_set import PATHS, all_figures
 from archscope.report.figures_model import path as model_figure_path
 from archscope.report.pages.profiles import profiles_page
+from archscope.estimate.structure import layer_module_rows
 from archscope.report.records import architecture_record, module_groups, structure_groups
 from archscope.spec.schema import ModelSpec
 
@@ -64,8 +65,6 @@ def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
                   ) -> dict[str, bytes]:
     """The report files. `profiles`: profiles.load_profiles records; `claims_page`: the rendered
     claims check (claims.md), or None to leave it out."""
-    from archscope.measure.counted import layer_module_rows  # builds on meta: imports torch
-
     tick = progress or (lambda _label: None)
     specs = sorted(specs, key=lambda s: s.name)
     records = model_records(specs)

@@ -10,7 +10,7 @@ from archscope.spec.schema import ModelSpec
 
 def show_text(spec: ModelSpec, record, layer_modules: dict, details: dict,
               counted: int | None = None) -> str:
-    """record: estimate.ModelRecord; layer_modules: measure.counted.layer_module_rows(spec);
+    """record: estimate.ModelRecord; layer_modules: estimate.structure.layer_module_rows(spec);
     details: report.costs.details_record(spec, record, lengths)."""
     params = record.params
     lines = [f"{spec.name}", f"  source: {spec.source}", ""]
