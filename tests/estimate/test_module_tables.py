@@ -13,7 +13,7 @@ from archscope.spec import load_spec, preset_names
 
 
 @pytest.mark.parametrize("name", preset_names())
-def test_each_part_s_tensors_hold_its_parameters(name):
+def test_parts_tensors_hold_their_parameters(name):
     spec = load_spec(name)
     for layer, _ in distinct_layers(spec):
         for part in layer_parts(spec, layer):
