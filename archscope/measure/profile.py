@@ -7,7 +7,12 @@ ends with a device synchronisation; each run times the prefill (the prompt throu
 up to the first token: time to first token) and the decode (the new_tokens - 1 steps after it).
 Decode tokens/s counts every sequence of the batch: batch * (new_tokens - 1) / decode seconds.
 Medians over the repeats, with min, max and interquartile range beside them. With --compare-hf
-the repeats of the two models alternate, so drifts of a shared machine hit both alike.
+transformers' model is stepped through its own cache and timed by the same stopwatch
+(archscope.measure.timed), after the same warm-up; the repeats of the two models alternate, so
+drifts of a shared machine hit both alike, and each pair gives a ratio (median and range
+reported). Every timed phase is checked against the bandwidth measured in the same run
+(archscope.measure.limits): one faster than its bytes allow is a measurement error, listed in
+`measurement_errors` and left out of every figure.
 The record names the model as its spec does (`model`) and the `--set` what-ifs the run applied
 to it (`overrides`, the exact `key=value` strings in the order given; empty for the preset as
 shipped). The library returns a plain dict; the CLI renders and saves it.
@@ -16,19 +21,18 @@ shipped). The library returns a plain dict; the CLI renders and saves it.
 from __future__ import annotations
 
 import platform
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
 from archscope.estimate import model_record
-from archscope.measure import reference, roofline
+from archscope.measure import limits, reference, roofline, timed
 from archscope.measure.generate import Step, decode, eager_step, greedy, prefill
 from archscope.measure.preflight import (ProfileOptions, check_fits, check_options,
                                          resolve_device)
 from archscope.measure.resources import PeakMemory
-from archscope.measure.timing import Stats, sync, to_torch_dtype
+from archscope.measure.timing import Stats, to_torch_dtype
 from archscope.nn.build import build_model
 from archscope.nn.cache import KVCache
 from archscope.nn.mla import set_mla_decode_form
@@ -78,8 +82,11 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
         peak.method += "; includes what torch.compile itself allocated while compiling"
     hf, hf_tokens = _prepare_hf(run, o, tick) if o.compare_hf else (None, None)
     ours, theirs = _repeats(run, hf, o, tick)
+    wall = limits.wall_for(run.spec, local, o.prompt_len, o.new_tokens, o.batch, o.dtype,
+                           o.mla_flops)
+    ours_pre, ours_dec, errors = limits.screen(ours, wall, "archscope")
 
-    timings = _timings(ours, o)
+    timings = _timings(ours_pre, ours_dec, o)
     record = {
         "model": run.spec.name, "overrides": list(o.overrides),  # the --set what-ifs, as given
         "device": str(device), "dtype": o.dtype, "weights": run.weights,
@@ -92,11 +99,15 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
         **_sizes(run, o),
         **_predictions(run.spec, o, hardware, local, timings["decode_tokens_per_s"]),
         **_environment(device, hf is not None),
+        "bandwidth_wall": wall.as_dict(), "measurement_errors": errors,
     }
     if hf is not None:
-        record.update(_hf_fields(run, hf, hf_tokens, theirs, o, record["decode_tokens_per_s"]))
+        theirs_pre, theirs_dec, hf_errors = limits.screen(theirs, wall, "transformers")
+        errors += hf_errors
+        record.update(_hf_fields(run, hf, hf_tokens, (ours_pre, ours_dec),
+                                 (theirs_pre, theirs_dec), o))
     if o.compile and not run.step_kind.startswith("eager"):
-        record.update(_eager_check(run, o, tick))
+        record.update(_eager_check(run, o, wall, errors, tick))
     if o.breakdown:
         record["breakdown"] = _breakdown(run, o, device)
         tick("breakdown")
@@ -119,12 +130,13 @@ def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, tick) -> 
 
 
 def _prepare_hf(run: Run, o: ProfileOptions, tick):
-    """transformers' twin on the same weights, warmed up: (model, its greedy tokens)."""
-    hf = reference.hf_twin(run.model)
+    """transformers' twin on the same weights, stepped through its own cache and warmed up
+    as archscope's model is: (reference.HFStepper, its greedy tokens)."""
+    hf = reference.HFStepper(reference.hf_twin(run.model), o.context, o.hf_cache)
     tick("transformers built")
     tokens = None
     for _ in range(o.warmup):
-        tokens = reference.hf_generate(hf, run.prompt, o.new_tokens, o.hf_cache)[0]
+        tokens = hf_timed_generation(hf, run.prompt, o.new_tokens)[0]
         tick("transformers warm-up")
     return hf, tokens
 
@@ -154,44 +166,46 @@ def _model(spec: ModelSpec, o: ProfileOptions, device: torch.device, dtype: torc
     return model, spec, weights
 
 
-@torch.inference_mode()
 def timed_generation(model, step, prompt, cache, new_tokens: int):
-    """One generation through `cache`: (tokens [B, new_tokens], prefill s, decode s)."""
-    device = prompt.device
+    """One generation of archscope's model through `cache` (reset first): (tokens
+    [B, new_tokens], prefill s, decode s)."""
     cache.reset()
-    sync(device)
-    t0 = time.perf_counter()
-    first = greedy(prefill(model, prompt, cache))
-    sync(device)
-    t1 = time.perf_counter()
-    rest = decode(step, first, cache, new_tokens - 1)
-    sync(device)
-    t2 = time.perf_counter()
-    return torch.cat((first[:, None], rest), dim=1), t1 - t0, t2 - t1
+    return timed.timed_generation(lambda ids, c: prefill(model, ids, c), step, prompt, cache,
+                                  new_tokens)
+
+
+def hf_timed_generation(hf: reference.HFStepper, prompt, new_tokens: int):
+    """The same for transformers' model, through a fresh (or reset) cache of its own."""
+    return timed.timed_generation(hf.forward, hf.forward, prompt, hf.new_cache(), new_tokens)
 
 
 def _repeats(run: Run, hf, o: ProfileOptions, tick):
-    """Timed runs; with transformers, the two alternate. Returns ([(prefill s, decode s)],
-    [(generate-1-token s, generate-all s)])."""
+    """Timed runs; with transformers, the two alternate. Returns the [(prefill s, decode s)]
+    of each (transformers' empty without it)."""
     ours, theirs = [], []
     for _ in range(o.repeats):
         ours.append(timed_generation(run.model, run.step, run.prompt, run.cache,
                                      o.new_tokens)[1:])
         if hf is not None:
-            one = reference.hf_generate(hf, run.prompt, 1, o.hf_cache)[1]
-            full = reference.hf_generate(hf, run.prompt, o.new_tokens, o.hf_cache)[1]
-            theirs.append((one, full))
+            theirs.append(hf_timed_generation(hf, run.prompt, o.new_tokens)[1:])
         tick("repeat")
     return ours, theirs
 
 
-def _timings(runs, o: ProfileOptions) -> dict:
-    prefill_ms = Stats(tuple(1e3 * p for p, _ in runs))
-    rate = Stats(tuple(o.batch * (o.new_tokens - 1) / d for _, d in runs))
-    return {"prefill_ms": round(prefill_ms.median, 3), "prefill_ms_stats": prefill_ms.as_dict(),
-            "decode_tokens_per_s": round(rate.median, 3),
-            "decode_tokens_per_s_stats": rate.as_dict(),
-            "decode_ms_per_step": round(1e3 * o.batch / rate.median, 3)}
+def _timings(prefills: list, decodes: list, o: ProfileOptions, prefix: str = "") -> dict:
+    """Median and spread of the runs that passed the bandwidth check (None: rejected); a phase
+    with no such run has no figure (None), its runs being in `measurement_errors`."""
+    prefill_ms = _stats([1e3 * p for p in prefills if p is not None])
+    rate = _stats([o.batch * (o.new_tokens - 1) / d for d in decodes if d is not None])
+    return {f"{prefix}prefill_ms": prefill_ms and round(prefill_ms.median, 3),
+            f"{prefix}prefill_ms_stats": prefill_ms and prefill_ms.as_dict(),
+            f"{prefix}decode_tokens_per_s": rate and round(rate.median, 3),
+            f"{prefix}decode_tokens_per_s_stats": rate and rate.as_dict(),
+            f"{prefix}decode_ms_per_step": rate and round(1e3 * o.batch / rate.median, 3)}
+
+
+def _stats(values: list[float]) -> Stats | None:
+    return Stats(tuple(values)) if values else None
 
 
 def _hardware(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> roofline.Hardware:
@@ -204,7 +218,7 @@ def _hardware(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> roofl
     return preset or roofline.local_kernels(spec, str(device), o.dtype, o.batch, o.prompt_len)
 
 
-def _predictions(spec, o: ProfileOptions, hw, local, measured: float) -> dict:
+def _predictions(spec, o: ProfileOptions, hw, local, measured: float | None) -> dict:
     """The roofline on `hw`, and the bandwidth limit on this machine's measured bandwidth."""
     pre = roofline.predict_prefill(spec, hw, o.prompt_len, o.batch, o.dtype)
     dec = roofline.predict_decode(spec, hw, o.prompt_len, o.new_tokens, o.batch, o.dtype,
@@ -223,9 +237,11 @@ def _predictions(spec, o: ProfileOptions, hw, local, measured: float) -> dict:
         "measured_bandwidth_bytes_per_s": local.bandwidth,
         "measured_peak_flops": local.peak_flops(o.dtype),
         "decode_bytes_per_step": per_step,
-        "decode_achieved_bandwidth_bytes_per_s": round(measured / o.batch * per_step),
+        "decode_achieved_bandwidth_bytes_per_s": (None if measured is None
+                                                  else round(measured / o.batch * per_step)),
         "bandwidth_limit_tokens_per_s": round(bandwidth_limit, 3),
-        "fraction_of_bandwidth_limit": round(measured / bandwidth_limit, 4),
+        "fraction_of_bandwidth_limit": (None if measured is None
+                                        else round(measured / bandwidth_limit, 4)),
     }
 
 
@@ -241,20 +257,31 @@ def _environment(device: torch.device, with_hf: bool) -> dict:
     return env
 
 
-def _hf_fields(run: Run, hf, hf_tokens, runs, o: ProfileOptions, ours_rate: float) -> dict:
-    """transformers' decode rate: its T-1 steps take generate(T) - generate(1), medians of
-    each (the per-run differences, noisier, are in the stats)."""
-    one = Stats(tuple(a for a, _ in runs)).median
-    full = Stats(tuple(b for _, b in runs)).median
-    rate = Stats(tuple(o.batch * (o.new_tokens - 1) / max(b - a, 1e-9) for a, b in runs))
-    hf_rate = o.batch * (o.new_tokens - 1) / max(full - one, 1e-9)
-    return {"hf_decode_tokens_per_s": round(hf_rate, 3),
-            "hf_decode_tokens_per_s_stats": rate.as_dict(),
-            "hf_prefill_ms": round(1e3 * one, 3), "hf_cache": o.hf_cache,
-            "hf_attention": "sdpa",
-            "decode_speedup_vs_hf": round(ours_rate / hf_rate, 3),
-            "max_abs_logit_diff": reference.max_abs_logit_diff(run.model, hf, run.prompt),
+def _hf_fields(run: Run, hf: reference.HFStepper, hf_tokens, ours, theirs,
+               o: ProfileOptions) -> dict:
+    """transformers' figures from the same stopwatch (`_timings` with the hf_ prefix), and the
+    per-pair ratios archscope / transformers (speed: > 1 means archscope is faster) over the
+    pairs whose two runs both passed the bandwidth check. `ours`, `theirs`: (prefill s list,
+    decode s list), None where rejected."""
+    decode_ratio = _pair_ratios(theirs[1], ours[1])  # time ratio: theirs / ours = speed ratio
+    prefill_ratio = _pair_ratios(theirs[0], ours[0])
+    return {**_timings(*theirs, o, prefix="hf_"), "hf_cache": o.hf_cache,
+            "hf_attention": getattr(hf.hf.config, "_attn_implementation", "sdpa"),
+            "hf_timing": "transformers' model stepped through its own cache, one token per "
+                         "step, timed by archscope's stopwatch; runs interleaved with "
+                         "archscope's",
+            "decode_speedup_vs_hf": decode_ratio and round(decode_ratio.median, 3),
+            "decode_speedup_vs_hf_stats": decode_ratio and decode_ratio.as_dict(),
+            "prefill_speedup_vs_hf": prefill_ratio and round(prefill_ratio.median, 3),
+            "prefill_speedup_vs_hf_stats": prefill_ratio and prefill_ratio.as_dict(),
+            "max_abs_logit_diff": reference.max_abs_logit_diff(run.model, hf.hf, run.prompt),
             "hf_tokens_match": bool(torch.equal(hf_tokens.cpu(), run.tokens.cpu()))}
+
+
+def _pair_ratios(numerators: list, denominators: list) -> Stats | None:
+    """numerator / denominator of each repeat whose two values both stand."""
+    return _stats([a / b for a, b in zip(numerators, denominators)
+                   if a is not None and b is not None])
 
 
 def _step(model, o: ProfileOptions, device: torch.device):
@@ -269,8 +296,10 @@ def _step(model, o: ProfileOptions, device: torch.device):
     return fast.compiled_step(model), "torch.compile"
 
 
-def _eager_check(run: Run, o: ProfileOptions, tick) -> dict:
-    """The reference eager step on the same prompt: its tokens and its decode rate."""
+def _eager_check(run: Run, o: ProfileOptions, wall: limits.BandwidthWall, errors: list,
+                 tick) -> dict:
+    """The reference eager step on the same prompt: its tokens and its decode rate (checked
+    against the wall like every other; its errors join `errors`)."""
     runs, eager_tokens, step = [], None, eager_step(run.model)
     for i in range(o.warmup + o.repeats):
         eager_tokens, p, d = timed_generation(run.model, step, run.prompt, run.cache,
@@ -278,7 +307,9 @@ def _eager_check(run: Run, o: ProfileOptions, tick) -> dict:
         if i >= o.warmup:
             runs.append((p, d))
         tick("eager check")
-    return {"eager_decode_tokens_per_s": _timings(runs, o)["decode_tokens_per_s"],
+    prefills, decodes, found = limits.screen(runs, wall, "archscope eager step")
+    errors += found
+    return {"eager_decode_tokens_per_s": _timings(prefills, decodes, o)["decode_tokens_per_s"],
             "compiled_tokens_match_eager": bool(torch.equal(eager_tokens, run.tokens))}
 
 

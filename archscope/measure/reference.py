@@ -1,10 +1,17 @@
-"""The transformers reference: the same weights in transformers' own class, and its generate.
+"""The transformers reference: the same weights in transformers' own class, stepped through its
+own cache.
 
 The twin is built from the spec's exported config.json (archscope.spec.hf) with its parameters
 on the meta device, then handed archscope's own weight tensors through the weight-name table
 (assign=True): the two models share storage, so the comparison costs no second copy of the
 weights and cannot differ in them. Attention is SDPA, as in archscope (eager for a class that
 has no SDPA path, such as GptOss).
+
+`HFStepper` runs transformers' model the way archscope's decode loop runs archscope's: one
+forward of the prompt through the cache, then one forward per token, each returning the last
+position's logits; the profiler times both with the same stopwatch (archscope.measure.timed),
+so no whole-run difference (generate(T) - generate(1), whose prefill dominates) stands in for
+the decode steps. `hf_generate` is kept for token checks against transformers' own loop.
 """
 
 from __future__ import annotations
@@ -64,6 +71,41 @@ def _quiet():
         yield
     finally:
         logging.set_verbosity(level)
+
+
+class HFStepper:
+    """transformers' model with its own cache ('dynamic': a DynamicCache grown per run, as
+    generate makes one; 'static': one StaticCache of `context` slots, reset between runs, as
+    generate's cache_implementation="static"), called as archscope's prefill and decode step."""
+
+    def __init__(self, hf, context: int, cache_kind: str = "dynamic"):
+        if cache_kind not in ("dynamic", "static"):
+            raise InputError(f"transformers' cache must be 'dynamic' or 'static', got "
+                             f"{cache_kind!r}")
+        from transformers import StaticCache
+
+        self.hf, self.cache_kind = hf, cache_kind
+        self._static = (StaticCache(config=hf.config, max_cache_len=context)
+                        if cache_kind == "static" else None)
+
+    def new_cache(self):
+        """An empty cache for one generation (untimed: the caller resets before the clock)."""
+        if self._static is not None:
+            with torch.inference_mode():  # its tensors were made under inference mode
+                self._static.reset()
+            return self._static
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.hf.config)
+
+    @torch.inference_mode()
+    def forward(self, ids: torch.Tensor, cache) -> torch.Tensor:
+        """`ids` [B, n] after what `cache` holds; the last position's logits [B, vocab]. The
+        positions are passed as generate passes them (no attention mask: no padding here)."""
+        start = cache.get_seq_length()
+        positions = torch.arange(start, start + ids.shape[1], device=ids.device)
+        return self.hf(input_ids=ids, past_key_values=cache, cache_position=positions,
+                       use_cache=True, logits_to_keep=1).logits[:, -1]
 
 
 @torch.inference_mode()

@@ -18,18 +18,46 @@ def _rate(x) -> str:
     return "-" if x is None else f"{x:,.2f}"
 
 
-def _spread(stats: dict) -> str:
+def _spread(stats: dict | None) -> str:
+    if stats is None:
+        return "no valid run (see the measurement errors)"
     return f"{stats['min']:,.2f} .. {stats['max']:,.2f} (IQR {stats['iqr']:,.2f}, n={stats['n']})"
 
 
+def _measured(value) -> str:
+    """A headline figure; None means every run of it was rejected as a measurement error."""
+    return "ERROR" if value is None else f"{value:,.2f}"
+
+
+def _pair_ratio(stats: dict | None) -> str:
+    if stats is None:
+        return "-"
+    return f"{stats['median']:.2f} ({stats['min']:.2f} .. {stats['max']:.2f}, n={stats['n']})"
+
+
 def _timing_rows(r: dict) -> list[list[str]]:
-    rows = [["prefill (ms, time to first token)", _rate(r["prefill_ms"]),
-             _spread(r["prefill_ms_stats"]), _rate(r["predicted_prefill_ms"]),
-             _rate(r.get("hf_prefill_ms"))],
-            ["decode (tokens/s)", _rate(r["decode_tokens_per_s"]),
-             _spread(r["decode_tokens_per_s_stats"]), _rate(r["predicted_decode_tokens_per_s"]),
-             _rate(r.get("hf_decode_tokens_per_s"))]]
+    hf = "max_abs_logit_diff" in r
+    rows = []
+    for label, key, ratio in (("prefill (ms, time to first token)", "prefill_ms",
+                               "prefill_speedup_vs_hf"),
+                              ("decode (tokens/s)", "decode_tokens_per_s",
+                               "decode_speedup_vs_hf")):
+        predicted = r["predicted_" + key]
+        row = [label, _measured(r[key]), _spread(r[key + "_stats"]), _rate(predicted)]
+        if hf:
+            row += [_measured(r["hf_" + key]), _pair_ratio(r.get(ratio + "_stats"))]
+        rows.append(row)
     return rows
+
+
+def _error_lines(r: dict) -> list[str]:
+    """Timings that beat the bandwidth wall: shown, never as results."""
+    errors = r.get("measurement_errors") or []
+    if not errors:
+        return []
+    return ["", f"MEASUREMENT ERRORS ({len(errors)}): timings faster than the bandwidth "
+                f"measured in this run allows, left out of every figure above"] + [
+        f"  {e['message']}" for e in errors]
 
 
 def _memory_rows(r: dict) -> list[list[str]]:
@@ -64,25 +92,31 @@ def profile_text(r: dict) -> str:
              f"  batch {r['batch']}, prompt {r['prompt_len']}, {r['new_tokens']} new tokens; "
              f"{r['decode_step']} decode step; median of {r['repeats']} after {r['warmup']} "
              f"warm-up; torch {r['torch_version']}", ""]
-    lines += tabulate(_timing_rows(r), ["", "measured", "spread (min .. max)", "roofline",
-                                        "transformers"],
-                      tablefmt="simple", disable_numparse=True).splitlines()
+    head = ["", "measured", "spread (min .. max)", "roofline"]
+    if "max_abs_logit_diff" in r:
+        head += ["transformers", "archscope/transformers per pair (speed)"]
+    lines += tabulate(_timing_rows(r), head, tablefmt="simple",
+                      disable_numparse=True).splitlines()
+    lines += _error_lines(r)
     lines += [f"roofline: {r['hardware']} ({r['hardware_source']}): "
               f"{r['hardware_peak_flops'] / 1e12:,.2f} TFLOP/s {r['dtype']}, "
               f"{r['hardware_bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s; prefill "
               f"{r['predicted_prefill_bound']}-bound, decode {r['predicted_decode_bound']}-bound"]
-    lines += ["", f"Decode moves {mb(r['decode_bytes_per_step'])} per step (weights + cache): "
-                  f"achieved {r['decode_achieved_bandwidth_bytes_per_s'] / 1e9:,.2f} GB/s, "
-                  f"{100 * r['fraction_of_bandwidth_limit']:.1f}% of the "
-                  f"{_rate(r['bandwidth_limit_tokens_per_s'])} tokens/s that this machine's "
-                  f"measured {r['measured_bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s allows."]
+    if r["decode_achieved_bandwidth_bytes_per_s"] is not None:
+        lines += ["", f"Decode moves {mb(r['decode_bytes_per_step'])} per step (weights + "
+                      f"cache): achieved {r['decode_achieved_bandwidth_bytes_per_s'] / 1e9:,.2f} "
+                      f"GB/s, {100 * r['fraction_of_bandwidth_limit']:.1f}% of the "
+                      f"{_rate(r['bandwidth_limit_tokens_per_s'])} tokens/s that this machine's "
+                      f"measured {r['measured_bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s allows."]
     if "max_abs_logit_diff" in r:
-        lines.append(f"transformers ({r['hf_attention']}, {r['hf_cache']} cache): archscope "
-                     f"decodes {r['decode_speedup_vs_hf']:.2f}x as fast; max |logit diff| "
-                     f"{r['max_abs_logit_diff']:.3g}; same greedy tokens: "
-                     f"{'yes' if r['hf_tokens_match'] else 'no'}")
+        speedup = r["decode_speedup_vs_hf"]
+        lines.append(f"transformers ({r['hf_attention']}, {r['hf_cache']} cache; stepped through "
+                     f"its own cache, same timer, runs interleaved): archscope decodes "
+                     f"{'-' if speedup is None else f'{speedup:.2f}x'} as fast (median per "
+                     f"pair); max |logit diff| {r['max_abs_logit_diff']:.3g}; same greedy "
+                     f"tokens: {'yes' if r['hf_tokens_match'] else 'no'}")
     if "compiled_tokens_match_eager" in r:
-        lines.append(f"eager step: {_rate(r['eager_decode_tokens_per_s'])} tokens/s; same "
+        lines.append(f"eager step: {_measured(r['eager_decode_tokens_per_s'])} tokens/s; same "
                      f"tokens as compiled: {'yes' if r['compiled_tokens_match_eager'] else 'no'}")
     lines += ["", "Memory"]
     lines += tabulate(_memory_rows(r), ["", "measured", "estimated"], tablefmt="simple",

@@ -1,0 +1,82 @@
+"""The bandwidth wall as a check on measurements: no timing may beat it.
+
+A prefill reads at least the weights once and writes the prompt's cache; a decode step reads
+at least the weights and the cache (roofline.predict_prefill / predict_decode count those
+bytes). At the memory bandwidth measured in the same process (roofline.calibrate: the fastest
+of its streaming kernels), those bytes take a least time; a measured phase faster than that did
+not happen as timed (a clock or synchronisation error, a step that skipped work), so it is
+reported as a measurement error and left out of every result: medians, spreads and ratios.
+
+The wall assumes the bytes come from memory: a model small enough to stay in the CPU's caches
+between steps could beat it honestly, so each error names the bytes per step beside the wall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archscope.measure import roofline
+from archscope.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class BandwidthWall:
+    """The least time each phase can take at the bandwidth measured in this run."""
+
+    bandwidth: float  # bytes/s
+    source: str  # the kernel that measured it
+    prefill_bytes: int
+    decode_bytes: int  # all decode steps of one generation together
+    decode_steps: int
+
+    @property
+    def least_prefill_s(self) -> float:
+        return self.prefill_bytes / self.bandwidth
+
+    @property
+    def least_decode_s(self) -> float:
+        return self.decode_bytes / self.bandwidth
+
+    def as_dict(self) -> dict:
+        return {"bandwidth_bytes_per_s": self.bandwidth, "source": self.source,
+                "least_prefill_ms": round(1e3 * self.least_prefill_s, 6),
+                "least_decode_ms": round(1e3 * self.least_decode_s, 6),
+                "decode_bytes_per_step": self.decode_bytes // max(self.decode_steps, 1)}
+
+
+def wall_for(spec: ModelSpec, local: roofline.Hardware, prompt_len: int, new_tokens: int,
+             batch: int, dtype: str, mla_flops: str = "absorbed") -> BandwidthWall:
+    """The wall of one generation of `spec` on the machine `local` was calibrated on."""
+    pre = roofline.predict_prefill(spec, local, prompt_len, batch, dtype)
+    dec = roofline.predict_decode(spec, local, prompt_len, new_tokens, batch, dtype, mla_flops)
+    return BandwidthWall(local.bandwidth, local.source, pre.bytes, dec.bytes, new_tokens - 1)
+
+
+def screen(runs: list[tuple[float, float]], wall: BandwidthWall, who: str
+           ) -> tuple[list[float | None], list[float | None], list[dict]]:
+    """Split timed runs [(prefill s, decode s)] into (prefill s, decode s) lists with None where
+    a phase beat the wall, and the measurement errors found (one dict per rejected phase)."""
+    prefills, decodes, errors = [], [], []
+    for i, (prefill_s, decode_s) in enumerate(runs, start=1):
+        for phase, took, least, kept in (("prefill", prefill_s, wall.least_prefill_s, prefills),
+                                         ("decode", decode_s, wall.least_decode_s, decodes)):
+            if took >= least:
+                kept.append(took)
+                continue
+            kept.append(None)
+            errors.append(_error(who, phase, i, took, least, wall))
+    return prefills, decodes, errors
+
+
+def _error(who: str, phase: str, run: int, took: float, least: float,
+           wall: BandwidthWall) -> dict:
+    moved = wall.prefill_bytes if phase == "prefill" else wall.decode_bytes
+    what = (f"{moved / 1e6:,.1f} MB (the weights and the prompt's cache)" if phase == "prefill"
+            else f"{wall.decode_steps} x {moved / max(wall.decode_steps, 1) / 1e6:,.1f} MB "
+                 f"(the weights and the cache, per step)")
+    return {"model": who, "phase": phase, "run": run, "measured_ms": round(1e3 * took, 6),
+            "least_ms": round(1e3 * least, 6),
+            "message": (f"{who} {phase}, run {run}: {1e3 * took:,.3f} ms is faster than the "
+                        f"{1e3 * least:,.3f} ms that moving {what} takes at the "
+                        f"{wall.bandwidth / 1e9:,.2f} GB/s measured in this run: a measurement "
+                        f"error, left out of the results")}

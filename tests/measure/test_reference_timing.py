@@ -1,0 +1,116 @@
+"""--compare-hf's timing: transformers stepped through its own cache by archscope's stopwatch,
+per-pair ratios, and the bandwidth wall that rejects any timing faster than the bytes allow."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+import torch
+import yaml
+
+from archscope.measure import limits, reference, roofline, timed
+from archscope.measure.profile import hf_timed_generation
+from archscope.nn import build_model
+from archscope.spec.fields import to_mapping
+from parity import tiny_spec
+
+RUN = ("--prompt-len", "6", "--new-tokens", "4", "--repeats", "3", "--no-breakdown")
+
+
+@pytest.fixture
+def spec_file(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(to_mapping(tiny_spec()), sort_keys=False))
+    return str(path)
+
+
+def _hardware(bandwidth: float) -> roofline.Hardware:
+    return roofline.Hardware("fake", {"fp32": 1e12}, bandwidth, "a test's made-up machine")
+
+
+# -- transformers stepped through its own cache -----------------------------------------------
+
+@pytest.mark.parametrize("cache", ["dynamic", "static"])
+def test_stepping_transformers_gives_its_own_generate_tokens(cache):
+    spec = tiny_spec()
+    model = build_model(spec, torch.device("cpu"), torch.float32, seed=3)
+    prompt = torch.randint(0, spec.vocab_size, (2, 5), generator=torch.Generator().manual_seed(1))
+    hf = reference.hf_twin(model)
+    stepper = reference.HFStepper(hf, context=5 + 6, cache_kind=cache)
+    expected = reference.hf_generate(hf, prompt, 6, cache)[0]
+    for _ in range(2):  # the second run reuses (static) or replaces (dynamic) the cache
+        tokens, prefill_s, decode_s = hf_timed_generation(stepper, prompt, 6)
+        assert torch.equal(tokens, expected)
+        assert prefill_s > 0 and decode_s > 0
+
+
+# -- the bandwidth wall ------------------------------------------------------------------------
+
+def test_a_timing_faster_than_the_wall_is_a_measurement_error():
+    spec = tiny_spec()
+    wall = limits.wall_for(spec, _hardware(1e9), prompt_len=6, new_tokens=4, batch=1,
+                           dtype="fp32")
+    # the least decode time is the decode's bytes at the bandwidth, as the roofline counts them
+    decode = roofline.predict_decode(spec, _hardware(1e9), 6, 4, 1, "fp32")
+    assert wall.least_decode_s == pytest.approx(decode.bytes / 1e9) and wall.least_decode_s > 0
+    fake = [(2 * wall.least_prefill_s, 2 * wall.least_decode_s),     # possible
+            (2 * wall.least_prefill_s, 0.5 * wall.least_decode_s),   # decode impossible
+            (0.1 * wall.least_prefill_s, 3 * wall.least_decode_s)]   # prefill impossible
+    prefills, decodes, errors = limits.screen(fake, wall, "archscope")
+    assert prefills == [fake[0][0], fake[1][0], None]
+    assert decodes == [fake[0][1], None, fake[2][1]]
+    assert [(e["run"], e["phase"]) for e in errors] == [(2, "decode"), (3, "prefill")]
+    assert all("measurement error" in e["message"] for e in errors)
+
+
+def _fast_clock():
+    """A perf_counter that advances one nanosecond a call: every timed phase looks ~free."""
+    now = [0.0]
+
+    def perf_counter():
+        now[0] += 1e-9
+        return now[0]
+
+    return types.SimpleNamespace(perf_counter=perf_counter)
+
+
+def test_profile_reports_no_rate_above_the_wall_it_measured(run_cli, spec_file, monkeypatch):
+    monkeypatch.setattr(timed, "time", _fast_clock())  # both models' stopwatch, not calibrate's
+    code, out, err = run_cli("profile", spec_file, *RUN, "--compare-hf", "--format", "json")
+    assert code == 0, err
+    r = json.loads(out)
+    for key in ("prefill_ms", "decode_tokens_per_s", "hf_prefill_ms", "hf_decode_tokens_per_s",
+                "decode_speedup_vs_hf", "prefill_speedup_vs_hf",
+                "decode_achieved_bandwidth_bytes_per_s", "fraction_of_bandwidth_limit"):
+        assert r[key] is None, key
+    assert r["decode_tokens_per_s_stats"] is None and r["hf_decode_tokens_per_s_stats"] is None
+    found = {(e["model"], e["phase"], e["run"]) for e in r["measurement_errors"]}
+    assert found == {(m, p, i) for m in ("archscope", "transformers")
+                     for p in ("prefill", "decode") for i in (1, 2, 3)}
+
+    code, text, err = run_cli("profile", spec_file, *RUN, "--compare-hf")
+    assert code == 0, err
+    assert "MEASUREMENT ERRORS (12)" in text and "measurement error, left out" in text
+    decode_row = next(line for line in text.splitlines() if line.startswith("decode (tokens/s)"))
+    assert decode_row.split()[2] == "ERROR"
+
+
+def test_compare_hf_gives_per_step_figures_and_per_pair_ratios(run_cli, spec_file):
+    code, out, err = run_cli("profile", spec_file, *RUN, "--compare-hf", "--format", "json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["hf_tokens_match"] and r["max_abs_logit_diff"] < 1e-4
+    assert r["measurement_errors"] == []  # a real run on a real machine beats no wall
+    for prefix in ("", "hf_"):
+        rate = r[prefix + "decode_tokens_per_s"]
+        assert r[prefix + "decode_ms_per_step"] == pytest.approx(1e3 / rate, rel=1e-3)
+        assert r[prefix + "decode_tokens_per_s_stats"]["n"] == 3
+        # nothing presented, medians or extremes, is faster than the wall of this run
+        assert r[prefix + "decode_tokens_per_s_stats"]["max"] <= r["bandwidth_limit_tokens_per_s"]
+        assert r[prefix + "prefill_ms_stats"]["min"] >= r["bandwidth_wall"]["least_prefill_ms"]
+    for kind in ("decode", "prefill"):
+        pairs = r[f"{kind}_speedup_vs_hf_stats"]
+        assert pairs["n"] == 3 and pairs["min"] <= r[f"{kind}_speedup_vs_hf"] <= pairs["max"]
+    assert r["bandwidth_wall"]["bandwidth_bytes_per_s"] == r["measured_bandwidth_bytes_per_s"]
