@@ -1,53 +1,98 @@
-"""archscope's decode tokens/s against transformers' generate: same weights, same machine.
+"""Decode and prefill speed against transformers, case by case (the regression benchmark of
+issue 17): archscope's model and transformers' class on the very same weight tensors.
 
-Both models hold the very same weight tensors (transformers' class is handed archscope's
-tensors), run in the same dtype on the same device with SDPA attention, and generate the same
-greedy tokens from the same prompt. Runs alternate (archscope, transformers, archscope, ...)
-after a warm-up of each, so a drift of a shared machine hits both alike.
+Both models run through one stopwatch (archscope.measure.timed): a prefill of the prompt into
+an empty cache, then one token per step, greedy, each region synchronised; transformers' model
+is stepped through its own cache (--hf-cache dynamic or static), as `profile --compare-hf`
+does. After one warm-up of each, runs alternate (archscope, transformers, archscope, ...) and
+every pair gives a ratio, so a drift of a shared machine hits both sides of a ratio alike.
+Ratios are speed ratios: archscope / transformers > 1 means archscope is faster.
 
-- archscope: the decode steps after the first token, timed directly (archscope.measure.profile);
-- transformers: generate(new_tokens) - generate(1), i.e. the same new_tokens - 1 steps with
-  generate's own per-step work included (that is what a user of generate gets); the headline
-  takes the difference of the two medians (a per-run difference is shown per run).
-tokens/s = batch * (new_tokens - 1) / seconds; medians of --runs (>= 3), ratio printed.
+Every timing is checked against the bandwidth wall measured in this process
+(roofline.calibrate, probed again when a run seems to beat it; archscope.measure.limits): a
+phase faster than its bytes allow at the fastest probe is printed as a measurement error and
+enters no figure. At batch 1 each decode run is also set beside the
+matrix-vector bandwidth measured in the same process at the model's own weight shapes
+(roofline.local_kernels: a decode step's weight bytes over its matrix-vector products' time):
+the rate decode would reach if those products were all it did.
 
-Run: python benchmarks/decode_vs_hf.py llama-3.2-1b --set n_layers=2 --dtype fp32 \\
-         --prompt-len 64 --new-tokens 16 --runs 5              (target: ratio >= 1)
+Cases are named PHASE:bB:pP:DTYPE; the default is the whole matrix (decode at batch 1 and 8,
+prompts 128 and 1,024, fp32 and bf16; prefill at 128 and 1,024, fp32 and bf16) of full-size
+llama-3.2-1b with random weights, which takes hours on 2 cores: pick a subset with --cases
+(shell patterns) and shrink the model with --layers.
+
+    python benchmarks/decode_vs_hf.py --cases 'decode:b1:p1024:fp32' --layers 4 --runs 3
+    python benchmarks/decode_vs_hf.py --cases 'decode:b1:*:fp32,prefill:*:fp32' --runs 5
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import json
 import statistics
+from dataclasses import dataclass
 
 import torch
 
+from archscope.measure import limits, roofline
 from archscope.measure.fast import CUDAGraphStep, compiled_step
 from archscope.measure.generate import eager_step
-from archscope.measure.profile import timed_generation
-from archscope.measure.reference import hf_generate, hf_twin
+from archscope.measure.profile import hf_timed_generation, timed_generation
+from archscope.measure.reference import HFStepper, hf_twin
 from archscope.measure.timing import to_torch_dtype
 from archscope.nn import build_model
 from archscope.spec import load_spec
 
 
+@dataclass(frozen=True)
+class Case:
+    phase: str  # decode or prefill
+    batch: int
+    prompt: int
+    dtype: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.phase}:b{self.batch}:p{self.prompt}:{self.dtype}"
+
+
+MATRIX = ([Case("decode", b, p, d) for d in ("fp32", "bf16") for b in (1, 8)
+           for p in (128, 1024)]
+          + [Case("prefill", 1, p, d) for d in ("fp32", "bf16") for p in (128, 1024)])
+
+
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("model")
-    p.add_argument("--set", dest="overrides", action="append", default=[])
+    p.add_argument("--model", default="llama-3.2-1b")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   help="a spec override key=value (repeatable)")
+    p.add_argument("--layers", type=int, default=None,
+                   help="shrink the model to N layers (the same as --set n_layers=N)")
+    p.add_argument("--cases", default="*",
+                   help="comma-separated names or shell patterns of PHASE:bB:pP:DTYPE; "
+                        f"all: {', '.join(c.name for c in MATRIX)}")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="fp32", choices=["fp32", "fp16", "bf16"])
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--prompt-len", type=int, default=64)
-    p.add_argument("--new-tokens", type=int, default=16)
-    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--new-tokens", type=int, default=32,
+                   help="tokens per decode run (timed: all after the first)")
+    p.add_argument("--runs", type=int, default=3, help="interleaved pairs per case")
     p.add_argument("--hf-cache", default="dynamic", choices=["dynamic", "static"])
     p.add_argument("--step", default="eager", choices=["eager", "compile", "cuda-graph"],
                    help="archscope's decode step (cuda-graph: compiled and captured, CUDA only)")
-    args = p.parse_args()
-    if args.runs < 3:
-        p.error("--runs must be at least 3 (the medians need them)")
-    return args
+    p.add_argument("--json", default=None, help="also write the results to this file")
+    a = p.parse_args()
+    if a.runs < 1 or a.new_tokens < 2:
+        p.error("--runs must be >= 1 and --new-tokens >= 2")
+    if a.layers is not None:
+        if a.layers < 1:
+            p.error("--layers must be >= 1")
+        a.overrides.append(f"n_layers={a.layers}")
+    patterns = [c.strip() for c in a.cases.split(",") if c.strip()]
+    a.selected = [c for c in MATRIX if any(fnmatch.fnmatch(c.name, pat) for pat in patterns)]
+    if not a.selected:
+        p.error(f"--cases {a.cases!r} names no case; the cases are "
+                f"{', '.join(c.name for c in MATRIX)}")
+    return a
 
 
 def make_step(model, kind: str):
@@ -58,44 +103,104 @@ def make_step(model, kind: str):
     return eager_step(model)
 
 
+def spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return (f"{statistics.median(values):.3f} ({min(values):.3f}..{max(values):.3f}, "
+            f"n={len(values)})")
+
+
+def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
+    new_tokens = a.new_tokens if case.phase == "decode" else 1
+    prompt = torch.randint(0, spec.vocab_size, (case.batch, case.prompt),
+                           generator=torch.Generator().manual_seed(0)).to(device)
+    cache = model.new_cache(case.batch, case.prompt + new_tokens)
+    stepper = HFStepper(hf, case.prompt + new_tokens, a.hf_cache)
+    step = make_step(model, a.step)
+    wall = limits.wall_for(spec, local, case.prompt, new_tokens, case.batch, case.dtype)
+    ours_tokens = timed_generation(model, step, prompt, cache, new_tokens)[0]  # warm-ups
+    hf_tokens = hf_timed_generation(stepper, prompt, new_tokens)[0]
+    ours, theirs = [], []
+    for _ in range(a.runs):
+        ours.append(timed_generation(model, step, prompt, cache, new_tokens)[1:])
+        theirs.append(hf_timed_generation(stepper, prompt, new_tokens)[1:])
+    wall, _ = limits.settle(wall, local, ours + theirs,
+                            lambda: roofline.calibrate(device.type, case.dtype))
+    o_pre, o_dec, errors = limits.screen(ours, wall, "archscope")
+    t_pre, t_dec, hf_errors = limits.screen(theirs, wall, "transformers")
+    # the phase this case times: seconds per run, None where rejected
+    o_vals, t_vals = (o_dec, t_dec) if case.phase == "decode" else (o_pre, t_pre)
+    result = {"case": case.name, "errors": [e["message"] for e in errors + hf_errors],
+              "same_tokens": bool(torch.equal(ours_tokens.cpu(), hf_tokens.cpu())),
+              "wall_bandwidth_bytes_per_s": wall.bandwidth, "wall_source": wall.source,
+              "wall_probes_bytes_per_s": list(wall.probes),
+              # speed ratio of each pair = transformers' time / archscope's time
+              "ratios": [t / o for o, t in zip(o_vals, t_vals)
+                         if o is not None and t is not None]}
+    if case.phase == "prefill":
+        result["archscope_prefill_s"] = [s for s in o_vals if s is not None]
+        result["transformers_prefill_s"] = [s for s in t_vals if s is not None]
+        return result
+    tokens = case.batch * (new_tokens - 1)
+    result["archscope_tokens_per_s"] = [tokens / s for s in o_vals if s is not None]
+    result["transformers_tokens_per_s"] = [tokens / s for s in t_vals if s is not None]
+    moved = [wall.decode_bytes / s for s in o_vals if s is not None]
+    result["archscope_bytes_per_s"] = moved
+    result["fraction_of_wall"] = [b / wall.bandwidth for b in moved]
+    if case.batch == 1:
+        gemv = roofline.local_kernels(spec, str(device), case.dtype, 1, case.prompt).bandwidth
+        result["gemv_bandwidth_bytes_per_s"] = gemv
+        result["fraction_of_gemv"] = [b / gemv for b in moved]
+    return result
+
+
+def report(r: dict) -> list[str]:
+    if "archscope_tokens_per_s" in r:
+        lines = [f"{r['case']:<24} archscope {spread(r['archscope_tokens_per_s'])} tok/s | "
+                 f"transformers {spread(r['transformers_tokens_per_s'])} tok/s | "
+                 f"per-pair ratio {spread(r['ratios'])}"]
+        achieved = r["archscope_bytes_per_s"]
+        if achieved:
+            line = (f"{'':<24} archscope moves {statistics.median(achieved) / 1e9:.2f} GB/s: "
+                    f"{spread(r['fraction_of_wall'])} of the wall ({r['wall_source']}, "
+                    f"{r['wall_bandwidth_bytes_per_s'] / 1e9:.2f} GB/s)")
+            if "fraction_of_gemv" in r:
+                line += (f"; {spread(r['fraction_of_gemv'])} of the matrix-vector bandwidth at "
+                         f"its shapes ({r['gemv_bandwidth_bytes_per_s'] / 1e9:.2f} GB/s)")
+            lines.append(line)
+    else:
+        lines = [f"{r['case']:<24} archscope {spread(r['archscope_prefill_s'])} s | "
+                 f"transformers {spread(r['transformers_prefill_s'])} s | per-pair speed "
+                 f"ratio {spread(r['ratios'])}"]
+    if not r["same_tokens"]:
+        lines.append(f"{'':<24} the two models' greedy tokens differ")
+    lines += [f"{'':<24} MEASUREMENT ERROR: {e}" for e in r["errors"]]
+    return lines
+
+
 def main() -> None:
     a = parse()
-    spec = load_spec(a.model, a.overrides)
     device = torch.device(a.device)
-    model = build_model(spec, device, to_torch_dtype(a.dtype))
-    hf = hf_twin(model)
-    prompt = torch.randint(0, spec.vocab_size, (a.batch, a.prompt_len),
-                           generator=torch.Generator().manual_seed(0)).to(device)
-    cache = model.new_cache(a.batch, a.prompt_len + a.new_tokens)
-    step = make_step(model, a.step)
-    tokens = a.batch * (a.new_tokens - 1)
-
-    ours_tokens = timed_generation(model, step, prompt, cache, a.new_tokens)[0]  # warm-up
-    hf_tokens = hf_generate(hf, prompt, a.new_tokens, a.hf_cache)[0]
-    hf_generate(hf, prompt, 1, a.hf_cache)
-    ours, ones, fulls = [], [], []
-    print(f"{spec.name} ({spec.n_layers} layers) on {device}, {a.dtype}, batch {a.batch}, "
-          f"prompt {a.prompt_len}, {a.new_tokens} new tokens, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads; archscope step: {a.step}, transformers cache: "
-          f"{a.hf_cache}")
-    print(f"{'run':>4} {'archscope tok/s':>16} {'transformers tok/s':>19}")
-    for i in range(a.runs):
-        _, _, decode_s = timed_generation(model, step, prompt, cache, a.new_tokens)
-        one = hf_generate(hf, prompt, 1, a.hf_cache)[1]
-        full = hf_generate(hf, prompt, a.new_tokens, a.hf_cache)[1]
-        ours.append(tokens / decode_s)
-        ones.append(one)
-        fulls.append(full)
-        print(f"{i + 1:>4} {ours[-1]:>16.2f} {tokens / max(full - one, 1e-9):>19.2f}")
-    mo = statistics.median(ours)
-    mt = tokens / max(statistics.median(fulls) - statistics.median(ones), 1e-9)
-    print(f"median {mo:>14.2f} {mt:>19.2f}")
-    # The best runs show each at its quietest: on a shared machine the median mixes quiet and
-    # loaded runs. transformers: fastest generate(T) minus fastest generate(1).
-    best_hf = tokens / max(min(fulls) - min(ones), 1e-9)
-    print(f"best   {max(ours):>14.2f} {best_hf:>19.2f}")
-    print(f"ratio archscope / transformers = {mo / mt:.3f}  (same greedy tokens: "
-          f"{'yes' if torch.equal(ours_tokens.cpu(), hf_tokens.cpu()) else 'no'})")
+    spec = load_spec(a.model, a.overrides)
+    print(f"{spec.name} ({spec.n_layers} layers, random weights) on {device}, torch "
+          f"{torch.__version__}, {torch.get_num_threads()} threads; archscope step {a.step}, "
+          f"transformers cache {a.hf_cache}; {a.new_tokens} new tokens per decode run, "
+          f"{a.runs} interleaved pairs per case")
+    results = []
+    for dtype in dict.fromkeys(c.dtype for c in a.selected):  # one model in memory at a time
+        local = roofline.calibrate(device.type, dtype)
+        model = build_model(spec, device, to_torch_dtype(dtype))
+        hf = hf_twin(model)
+        for case in (c for c in a.selected if c.dtype == dtype):
+            results.append(run_case(case, model, hf, spec, local, a, device))
+            print("\n".join(report(results[-1])), flush=True)
+        del model, hf
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"model": spec.name, "overrides": a.overrides, "runs": a.runs,
+                       "new_tokens": a.new_tokens, "hf_cache": a.hf_cache, "step": a.step,
+                       "threads": torch.get_num_threads(), "torch": torch.__version__,
+                       "results": results}, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -84,6 +84,8 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
     ours, theirs = _repeats(run, hf, o, tick)
     wall = limits.wall_for(run.spec, local, o.prompt_len, o.new_tokens, o.batch, o.dtype,
                            o.mla_flops)
+    wall, local = limits.settle(wall, local, ours + theirs,
+                                lambda: roofline.calibrate(device.type, o.dtype))
     ours_pre, ours_dec, errors = limits.screen(ours, wall, "archscope")
 
     timings = _timings(ours_pre, ours_dec, o)

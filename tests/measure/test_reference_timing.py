@@ -65,6 +65,26 @@ def test_a_timing_faster_than_the_wall_is_a_measurement_error():
     assert all("measurement error" in e["message"] for e in errors)
 
 
+def test_a_run_that_beats_the_first_probe_gets_more_probes_and_the_fastest_sets_the_wall():
+    spec, first = tiny_spec(), _hardware(1e9)
+    wall = limits.wall_for(spec, first, prompt_len=6, new_tokens=4, batch=1, dtype="fp32")
+    fine = [(2 * wall.least_prefill_s, 2 * wall.least_decode_s)]
+    calls = []
+
+    def probe():
+        calls.append(1)
+        return _hardware([0.5e9, 4e9, 2e9][len(calls) - 1])
+
+    assert limits.settle(wall, first, fine, probe) == (wall, first) and not calls
+    quick = [(2 * wall.least_prefill_s, 0.5 * wall.least_decode_s)]  # 2 GB/s worth of bytes
+    settled, best = limits.settle(wall, first, quick, probe)
+    assert len(calls) == limits.REPROBES and best.bandwidth == 4e9
+    assert settled.bandwidth == 4e9 and settled.probes == (1e9, 0.5e9, 4e9, 2e9)
+    assert limits.screen(quick, settled, "archscope")[2] == []  # within the fastest probe
+    too_quick = [(2 * wall.least_prefill_s, 0.1 * wall.least_decode_s)]  # 10 GB/s worth
+    assert len(limits.screen(too_quick, settled, "archscope")[2]) == 1
+
+
 def _fast_clock():
     """A perf_counter that advances one nanosecond a call: every timed phase looks ~free."""
     now = [0.0]
