@@ -27,9 +27,11 @@ _RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda]"
 @new_tokens_option(32, "Tokens to generate; decode speed is timed over all but the first.")
 @_set_option
 @click.option("--compare-hf", is_flag=True,
-              help="Also run transformers' own class (SDPA) on the same weights: its generate "
-                   "speed and the max abs logit difference. (MLA: transformers re-expands the "
-                   "latent every step; --mla-flops recompute runs the same algorithm.)")
+              help="Also run transformers' own class (SDPA) on the same weights, stepped "
+                   "through its own cache and timed as archscope is (runs interleaved, "
+                   "per-pair ratios), and the max abs logit difference. (MLA: transformers "
+                   "re-expands the latent every step; --mla-flops recompute runs the same "
+                   "algorithm.)")
 @click.option("--hf-cache", type=click.Choice(["dynamic", "static"]), default="dynamic",
               show_default=True, help="transformers' cache for --compare-hf.")
 @click.option("--repeats", type=int, default=3, show_default=True)
