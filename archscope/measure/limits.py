@@ -7,10 +7,14 @@ of its streaming kernels), those bytes take a least time; a measured phase faste
 not happen as timed (a clock or synchronisation error, a step that skipped work), so it is
 reported as a measurement error and left out of every result: medians, spreads and ratios.
 
+Routed experts: the roofline counts the experts a batch is expected to touch; the wall counts
+the fewest it can touch (every token routed alike: top_k per layer, what one token reads), so
+that a lucky routing is no error.
+
 A machine shared with other work measures its bandwidth low at times (this project's 2-core
-machines have read from under 10 to 35 GB/s), so a run that seems to beat the first probe gets a second look:
-the probe is repeated (REPROBES times) and the fastest reading is the wall. Only a timing that
-beats every probe of the process is an error.
+machines have read from under 10 to 35 GB/s), so a run that seems to beat the first probe gets
+a second look: the probe is repeated (REPROBES times) and the fastest reading is the wall. Only
+a timing that beats every probe of the process is an error.
 
 The wall assumes the bytes come from memory: a model small enough to stay in the CPU's caches
 between steps could beat it honestly, so each error names the bytes per step beside the wall.
@@ -60,7 +64,11 @@ def wall_for(spec: ModelSpec, local: roofline.Hardware, prompt_len: int, new_tok
     """The wall of one generation of `spec` on the machine `local` was calibrated on."""
     pre = roofline.predict_prefill(spec, local, prompt_len, batch, dtype)
     dec = roofline.predict_decode(spec, local, prompt_len, new_tokens, batch, dtype, mla_flops)
-    return BandwidthWall(local.bandwidth, local.source, pre.bytes, dec.bytes, new_tokens - 1,
+    steps = new_tokens - 1
+    fewest = roofline.weights_read_bytes(spec, dtype, 1)  # see the module doc: routed experts
+    pre_bytes = pre.bytes - (roofline.weights_read_bytes(spec, dtype, batch * prompt_len) - fewest)
+    dec_bytes = dec.bytes - steps * (roofline.weights_read_bytes(spec, dtype, batch) - fewest)
+    return BandwidthWall(local.bandwidth, local.source, pre_bytes, dec_bytes, steps,
                          (local.bandwidth,))
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 import yaml
 
+from archscope.estimate import kv_cache_bytes
 from archscope.measure import limits, reference, roofline, timed
 from archscope.measure.profile import hf_timed_generation
 from archscope.nn import build_model
@@ -63,6 +64,21 @@ def test_a_timing_faster_than_the_wall_is_a_measurement_error():
     assert decodes == [fake[0][1], None, fake[2][1]]
     assert [(e["run"], e["phase"]) for e in errors] == [(2, "decode"), (3, "prefill")]
     assert all("measurement error" in e["message"] for e in errors)
+
+
+def test_the_wall_counts_the_fewest_experts_a_batch_can_read():
+    moe = tiny_spec(ffn=dict(kind="moe", n_experts=8, top_k=2, d_expert=16,
+                             router=dict(method="greedy", normalize=True)))
+    hw = _hardware(1e9)
+    one = limits.wall_for(moe, hw, prompt_len=6, new_tokens=4, batch=1, dtype="fp32")
+    eight = limits.wall_for(moe, hw, prompt_len=6, new_tokens=4, batch=8, dtype="fp32")
+    # the 3 steps after a 6-token prompt read 7, 8 and 9 cached tokens per sequence
+    cache_growth = sum(kv_cache_bytes(moe, n, 8, "fp32") - kv_cache_bytes(moe, n, 1, "fp32")
+                       for n in (7, 8, 9))
+    # the roofline expects 8 tokens to touch more experts; the wall only their bigger cache
+    expected = roofline.predict_decode(moe, hw, 6, 4, 8, "fp32").bytes
+    assert eight.decode_bytes < expected
+    assert eight.decode_bytes - one.decode_bytes == cache_growth
 
 
 def test_a_run_that_beats_the_first_probe_gets_more_probes_and_the_fastest_sets_the_wall():
