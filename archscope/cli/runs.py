@@ -13,7 +13,22 @@ from archscope.cli.options import (RUN_DTYPES, _echo_json, _set_option, batch_op
                                    device_option, dtype_option, format_option, mla_flops_option,
                                    new_tokens_option, weights_option)
 
-_RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda]"
+_RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda; bf16 with --weight-format]"
+
+
+def weight_format_option(f):
+    """--weight-format: quantized linears (archscope.nn.quantized); checked by the library,
+    which names the formats that run when given another."""
+    return click.option(
+        "--weight-format", default=None, metavar="int8|int4",
+        help="Run the decoder's linear layers weight-only quantized with torch's packed "
+             "kernels: int8 (one scale per output channel) or int4 (= int4-g128: scale and "
+             "zero per 128 inputs). Embeddings, lm_head, norms and router stay bf16, as the "
+             "format's estimate says; the model runs in bf16.")(f)
+
+
+def _run_dtype(dtype, device: str, weight_format) -> str:
+    return dtype or ("bf16" if device.startswith("cuda") or weight_format else "fp32")
 
 
 @cli.command()
@@ -50,6 +65,7 @@ _RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda]"
               default="auto", show_default=True,
               help="Roofline profile: auto = the GPU's preset if known, else measured here.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@weight_format_option
 @click.option("--save", is_flag=True, help="Write the JSON record under --save-dir (checked "
                                            "before the run).")
 @click.option("--save-dir", type=click.Path(), default="reports/data", show_default=True)
@@ -57,7 +73,7 @@ _RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda]"
 @format_option("json", default="table")
 def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, overrides,
             mla_flops, compare_hf, hf_cache, repeats, warmup, compile_, breakdown, hardware, seed,
-            save, save_dir, tp, ep, fmt):
+            weight_format, save, save_dir, tp, ep, fmt):
     """Run the built model: measured prefill and decode speed and memory, beside the roofline
     prediction, the estimators and (--compare-hf) transformers on the same weights.
 
@@ -68,6 +84,7 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
       archscope profile llama-3.2-1b --device cuda --dtype bf16 --prompt-len 512 \\
           --new-tokens 256 --compare-hf --compile
       archscope profile llama-3.2-1b --set n_layers=2 --tp 2 --device cpu --format json
+      archscope profile llama-3.2-1b --set n_layers=2 --weight-format int4 --format json
 
     With --tp/--ep the model runs split over that many processes (torch.distributed: gloo on
     cpu, NCCL on cuda), each rank's figures beside the analytic plan's.
@@ -79,8 +96,9 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
         save_dir = check_destination(save_dir, "--save-dir folder")  # before the run
     spec = load_spec(model, overrides)
     if tp > 1 or ep > 1:
-        if compare_hf or compile_ or save:
-            raise click.UsageError("--tp/--ep runs take none of --compare-hf, --compile, --save")
+        if compare_hf or compile_ or save or weight_format:
+            raise click.UsageError("--tp/--ep runs take none of --compare-hf, --compile, --save, "
+                                   "--weight-format")
         return profile_sharded(spec, tp=tp, ep=ep, device=device, dtype=dtype or (
             "bf16" if device.startswith("cuda") else "fp32"), batch=batch,
             prompt_len=prompt_len, new_tokens=new_tokens, seed=seed, weights=weights_dir,
@@ -90,11 +108,12 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
     from archscope.measure.profile import ProfileOptions, profile as run_profile, progress_units
 
     options = ProfileOptions(
-        device=device, dtype=dtype or ("bf16" if device.startswith("cuda") else "fp32"),
+        device=device, dtype=_run_dtype(dtype, device, weight_format),
         batch=batch, prompt_len=prompt_len, new_tokens=new_tokens, repeats=repeats,
         warmup=warmup, compare_hf=compare_hf, hf_cache=hf_cache, compile=compile_,
         breakdown=(fmt == "text") if breakdown is None else breakdown, hardware=hardware,
-        seed=seed, weights=weights_dir, overrides=tuple(overrides), mla_flops=mla_flops)
+        seed=seed, weights=weights_dir, overrides=tuple(overrides), mla_flops=mla_flops,
+        weight_format=weight_format)
     with tqdm(total=progress_units(options), desc="profile", unit="step", file=sys.stderr,
               leave=False, disable=None) as bar:
         record = run_profile(spec, options, progress=lambda label: (bar.set_postfix_str(label),
@@ -140,8 +159,9 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
               help="Also read .bin/.pt pickles (torch.load with weights_only=True).")
 @click.option("--stats/--no-stats", default=True, show_default=True,
               help="Load time and tokens/s on stderr.")
+@weight_format_option
 def generate(prompt, weights_dir, model, device, device_map, dtype, new_tokens, temperature,
-             top_k, top_p, seed, chat, system, allow_pickle, stats):
+             top_k, top_p, seed, chat, system, allow_pickle, stats, weight_format):
     """Generate text from a checkpoint folder with archscope's own model, printing tokens as
     they come: at most --new-tokens, fewer when the model emits any end-of-sequence id of the
     checkpoint.
@@ -152,6 +172,7 @@ def generate(prompt, weights_dir, model, device, device_map, dtype, new_tokens, 
       archscope generate --weights ~/models/Llama-3.2-1B-Instruct --chat --device cuda \\
           "Explain grouped-query attention in two sentences."
       archscope generate --weights DIR --temperature 0.8 --top-p 0.95 --seed 1 "Once upon"
+      archscope generate --weights ~/models/Llama-3.2-1B --weight-format int8 "The capital of"
     """
     from archscope.measure.sampling import make_sampler
     from archscope.measure.textgen import open_generation
@@ -163,9 +184,10 @@ def generate(prompt, weights_dir, model, device, device_map, dtype, new_tokens, 
     on_gpu = device.startswith("cuda") or device_map is not None
     stream, text, info = open_generation(
         weights_dir, prompt, spec=load_spec(model) if model else None, device=device,
-        dtype=to_torch_dtype(dtype or ("bf16" if on_gpu else "fp32")), device_map=device_map,
-        chat=chat, system=system, max_new_tokens=new_tokens,
-        next_token=make_sampler(temperature, top_k, top_p, seed), allow_pickle=allow_pickle)
+        dtype=to_torch_dtype(_run_dtype(dtype, "cuda" if on_gpu else device, weight_format)),
+        device_map=device_map, chat=chat, system=system, max_new_tokens=new_tokens,
+        next_token=make_sampler(temperature, top_k, top_p, seed), allow_pickle=allow_pickle,
+        weight_format=weight_format)
     for token in stream:
         click.echo(text.push(token), nl=False)
         sys.stdout.flush()
@@ -175,7 +197,9 @@ def generate(prompt, weights_dir, model, device, device_map, dtype, new_tokens, 
         rate = stream.decode_tokens_per_s
         stop = {"max_new_tokens": "--new-tokens reached"}.get(stream.stop_reason,
                                                               stream.stop_reason)
-        click.echo(f"[{info['spec'].name} on {info['device']} ({info['dtype']}): loaded in "
+        click.echo(f"[{info['spec'].name} on {info['device']} ({info['dtype']}"
+                   f"{', ' + info['weight_format'] + ' linears' if info['weight_format'] else ''}"
+                   f"): loaded in "
                    f"{info['load_s']:.2f} s; prompt {info['prompt_tokens']} tokens, "
                    f"{len(stream.tokens)} new in {stream.first_token_s + stream.decode_s:.2f} s"
                    f"{f', {rate:.1f} tokens/s after the first' if rate else ''}; "

@@ -36,6 +36,8 @@ class ProfileOptions:
     # The MLA decode form the builder runs and the roofline counts: absorbed or recompute (its
     # cache holds only the latent, so the `naive` convention has nothing to run).
     mla_flops: str = "absorbed"
+    # Weight-only quantized linears (int8, int4): None runs every weight in `dtype`.
+    weight_format: str | None = None
 
     @property
     def context(self) -> int:
@@ -56,6 +58,11 @@ def check_options(spec: ModelSpec, o: ProfileOptions) -> None:
                          f"exceeds {spec.name}'s max_seq_len {spec.max_seq_len}")
     if o.hf_cache not in ("dynamic", "static"):
         raise InputError(f"hf_cache must be 'dynamic' or 'static', got {o.hf_cache!r}")
+    if o.weight_format is not None:
+        from archscope.measure.quantized import check_quantized_run
+
+        check_quantized_run(spec, o.weight_format, o.dtype, **{"--compare-hf": o.compare_hf,
+                                                                "--compile": o.compile})
 
 
 def memory_needed(spec: ModelSpec, o: ProfileOptions) -> dict[str, int]:

@@ -21,7 +21,7 @@ shipped). The library returns a plain dict; the CLI renders and saves it.
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -31,11 +31,13 @@ from archscope.measure import limits, reference, roofline, timed
 from archscope.measure.generate import Step, decode, eager_step, greedy, prefill
 from archscope.measure.preflight import (ProfileOptions, check_fits, check_options,
                                          resolve_device)
+from archscope.measure.quantized import decode_weight_bytes, quantize_for_run
 from archscope.measure.resources import PeakMemory
 from archscope.measure.timing import Stats, to_torch_dtype
 from archscope.nn.build import build_model
 from archscope.nn.cache import KVCache
 from archscope.nn.mla import set_mla_decode_form
+from archscope.nn.quantized import held_weight_bytes
 from archscope.nn.model import DecoderLM
 from archscope.spec import ModelSpec
 
@@ -61,6 +63,7 @@ class Run:
     step: Step
     step_kind: str
     tokens: torch.Tensor | None = None  # the greedy tokens of the last warm-up
+    quantization: dict = field(default_factory=dict)  # --weight-format's fields (quantized.py)
 
 
 def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None = None) -> dict:
@@ -110,6 +113,10 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
                                  (theirs_pre, theirs_dec), o))
     if o.compile and not run.step_kind.startswith("eager"):
         record.update(_eager_check(run, o, wall, errors, tick))
+    if run.quantization:
+        record.update(run.quantization)
+        record["decode_weight_bandwidth_bytes_per_s"] = round(
+            record["decode_tokens_per_s"] / o.batch * decode_weight_bytes(run.model))
     if o.breakdown:
         record["breakdown"] = _breakdown(run, o, device)
         tick("breakdown")
@@ -122,8 +129,10 @@ def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, tick) -> 
     generator = torch.Generator().manual_seed(o.seed)
     prompt = torch.randint(0, spec.vocab_size, (o.batch, o.prompt_len), generator=generator)
     step, step_kind = _step(model, o, device)
+    quantization = quantize_for_run(model, o.weight_format, prompt.to(device)) \
+        if o.weight_format else {}
     run = Run(model, spec, weights, model.new_cache(o.batch, o.context), prompt.to(device),
-              step, step_kind)
+              step, step_kind, quantization=quantization)
     tick("built")
     for _ in range(o.warmup):
         run.tokens = timed_generation(model, step, run.prompt, run.cache, o.new_tokens)[0]
@@ -147,8 +156,7 @@ def _sizes(run: Run, o: ProfileOptions) -> dict:
     """Measured sizes beside the record's (weights and cache both in the run's dtype)."""
     record = model_record(run.spec, o.context, batch=o.batch, weight_dtype=o.dtype,
                           cache_dtype=o.dtype, mla_flops=o.mla_flops)
-    return {"weights_bytes_measured": sum(p.numel() * p.element_size()
-                                          for p in run.model.parameters()),
+    return {"weights_bytes_measured": held_weight_bytes(run.model),
             "weights_bytes_estimated": record.weights_bytes,
             "kv_cache_len": o.context,
             "kv_cache_bytes_measured": run.cache.nbytes(),

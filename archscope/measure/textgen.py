@@ -77,14 +77,18 @@ class TokenStream:
 def open_generation(folder, prompt: str, *, spec=None, device: str = "cpu",
                     dtype: torch.dtype = torch.float32, device_map=None, chat: bool = False,
                     system: str | None = None, max_new_tokens: int = 128,
-                    next_token: NextToken = greedy, allow_pickle: bool = False):
+                    next_token: NextToken = greedy, allow_pickle: bool = False,
+                    weight_format: str | None = None):
     """Load the checkpoint and its tokenizer, encode the prompt: (TokenStream, IncrementalText,
-    info) where info holds the spec, the load time, the prompt length and the eos ids."""
+    info) where info holds the spec, the load time, the prompt length and the eos ids.
+    `weight_format` (int8, int4) quantizes the loaded model's linears (archscope.nn.quantized)."""
     from archscope.weights.loader import check_folder, input_device, load_checkpoint
     from archscope.weights.placement import check_device_map, new_cache
     from archscope.weights.tokenizer import IncrementalText, eos_ids, load_tokenizer, prompt_ids
 
     check_device_map(device_map)
+    if weight_format is not None:
+        _check_weight_format(weight_format, dtype, device_map)
     check_folder(folder)  # a mistyped path is "does not exist", not "no tokenizer"
     tokenizer = load_tokenizer(folder)  # next: a folder without one fails before the weights
     ids = prompt_ids(tokenizer, prompt, chat, system)
@@ -94,6 +98,10 @@ def open_generation(folder, prompt: str, *, spec=None, device: str = "cpu",
     if max(ids, default=0) >= spec.vocab_size:  # a tokenizer from another model
         raise InputError(f"{folder}: the tokenizer gives id {max(ids)} but the model's "
                          f"vocabulary has {spec.vocab_size} ids: tokenizer and weights differ")
+    if weight_format is not None:
+        from archscope.nn.quantized import quantize_linears
+
+        quantize_linears(model, weight_format)  # refuses, changing nothing, what has no kernel
     device_in = input_device(model)
     sync(device_in)
     load_s = time.perf_counter() - t0
@@ -104,5 +112,28 @@ def open_generation(folder, prompt: str, *, spec=None, device: str = "cpu",
         if len(ids) < spec.max_seq_len else None
     stream = TokenStream(model, prompt_t, max_new_tokens, next_token, eos, cache)
     info = {"spec": spec, "load_s": load_s, "prompt_tokens": len(ids), "eos_ids": eos,
-            "device": str(device_in), "dtype": str(dtype).removeprefix("torch.")}
+            "device": str(device_in), "dtype": str(dtype).removeprefix("torch."),
+            "weight_format": weight_format and quantized_name(weight_format)}
     return stream, IncrementalText(tokenizer), info
+
+
+def _check_weight_format(weight_format: str, dtype: torch.dtype, device_map) -> None:
+    from archscope.measure.quantized import DTYPE
+    from archscope.measure.timing import to_torch_dtype
+
+    quantized_name(weight_format)
+    if dtype != to_torch_dtype(DTYPE):
+        raise InputError(f"--weight-format runs in {DTYPE}; got --dtype "
+                         f"{str(dtype).removeprefix('torch.')}")
+    if device_map is not None:
+        raise InputError("--weight-format does not go with --device-map")
+
+
+def quantized_name(weight_format: str) -> str:
+    """The format's name if it runs here, else InputError naming the option and those that do."""
+    from archscope.nn.quantized import runnable_format
+
+    try:
+        return runnable_format(weight_format).name
+    except InputError as e:
+        raise InputError(f"--weight-format {weight_format}: {e}") from None

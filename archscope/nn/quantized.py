@@ -1,0 +1,278 @@
+"""Weight-only int8 and int4 linear layers run by torch's packed kernels, and the pass that puts
+them in a built model in place of the linears a weight format quantizes.
+
+Layouts (the storages of archscope/estimate/formats.py, as the kernels take them):
+- `int8`: symmetric, one scale per output channel in the activations' dtype; w = q * scale.
+  CPU: aten._weight_int8pack_mm(x, q [N, K] int8, scale [N]). Where a device has no kernel
+  for it (CUDA in torch builds without one) the weight is dequantised inside F.linear, as
+  gpt-fast writes it: torch.compile fuses that; eager it reads the int8 weight and more.
+- `int4-g128`: asymmetric, groups of 128 inputs, a scale and a zero point per group (GPTQ/AWQ).
+  The kernels (tinygemm: aten._weight_int4pack_mm_for_cpu on CPU, aten._weight_int4pack_mm
+  on CUDA) take the zero as a 16-bit *offset* beside the scale, w = (q - 8) * scale + offset
+  with offset = (8 - zero) * scale, in one [K/128, N, 2] tensor: 32 bits per group where the
+  format's checkpoint stores 20 (fp16 scale + 4-bit zero). `layout_overhead_bytes` says so, and
+  the held bytes are reported as they are, not as the format prices them.
+
+Shapes: a row whose inputs are not a whole number of groups is padded with zero weights to one
+(storage.py prices it the same way) and the input is padded to match. An output width the
+int4 kernel cannot take (a multiple of 16 on CPU, 8 on CUDA) leaves that layer in 16 bits:
+`quantize_linears` lists it with the reason, and the held bytes show it.
+
+Which linears: exactly those the format quantizes (WeightFormat.quantizes on the tensor the
+estimate lists for that module: same layer, same name), so embeddings, lm_head, router and
+vectors stay in 16 bits. A module the estimate does not name (a fused q/k/v or gate/up made
+after the build) takes the role of the named linears beside it. Tensors a format quantizes that
+are not nn.Linear modules (routed experts, stored as 3-D tensors) have no kernel here: the pass
+refuses such a model before it changes anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archscope.errors import InputError
+from archscope.estimate.formats import WeightFormat, weight_format
+from archscope.estimate.tensors import Tensor, weight_tensors
+
+GROUP = 128  # int4-g128's group along the inputs (storage.INT4_G128.block)
+
+
+def _has_kernel(op: str, device: torch.device) -> bool:
+    key = "CUDA" if device.type == "cuda" else "CPU"
+    return torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op}", key)
+
+
+class QuantizedLinear(nn.Module):
+    """y = x W^T + b with W held quantized; subclasses hold one format each (FORMATS below)."""
+
+    format = ""
+
+    def __init__(self, in_features: int, out_features: int, bias: torch.Tensor | None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.register_buffer("bias", None if bias is None else bias.detach().clone())
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, fmt: str | WeightFormat) -> "QuantizedLinear":
+        """A quantized copy of `linear` (on its device, its dtype for scales and activations)."""
+        kind = _kernel_class(fmt)
+        return kind(linear.weight.detach(), linear.bias)
+
+    @classmethod
+    def random(cls, out_features: int, in_features: int, fmt: str | WeightFormat,
+               dtype: torch.dtype = torch.bfloat16, device="cpu",
+               seed: int = 0) -> "QuantizedLinear":
+        """A layer of random weights at a given shape: for timing one kernel (roofline probes)."""
+        g = torch.Generator(device=device).manual_seed(seed)
+        w = torch.randn(out_features, in_features, generator=g, device=device, dtype=dtype)
+        return _kernel_class(fmt)(w * in_features ** -0.5, None)
+
+    @staticmethod
+    def supports(out_features: int, in_features: int, device: torch.device) -> str | None:
+        """None when the kernel takes this shape, else why not."""
+        return None
+
+    @property
+    def layout_overhead_bytes(self) -> int:
+        """Bytes the kernel's layout holds beyond what the format prices (storage.py)."""
+        return 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the packed weight, its scales (and zeros) and the bias."""
+        return sum(b.numel() * b.element_size() for b in self.buffers())
+
+    def _pad(self, x: torch.Tensor, width: int) -> torch.Tensor:
+        return F.pad(x, (0, width - x.shape[-1])) if width != x.shape[-1] else x
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"format={self.format}, bias={self.bias is not None}")
+
+
+class Int8Linear(QuantizedLinear):
+    format = "int8"
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None):
+        super().__init__(weight.shape[1], weight.shape[0], bias)
+        w = weight.float()
+        # the scale is rounded to the stored dtype first, so the codes are made with the value
+        # the kernel multiplies by
+        scale = (w.abs().amax(dim=1) / 127).clamp(min=1e-12).to(weight.dtype)
+        self.register_buffer("weight", (w / scale.float()[:, None]).round().clamp(-127, 127)
+                             .to(torch.int8).contiguous())
+        self.register_buffer("scale", scale)
+        self.packed_kernel = _has_kernel("_weight_int8pack_mm", weight.device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed_kernel:
+            y = torch.ops.aten._weight_int8pack_mm(x.reshape(-1, self.in_features), self.weight,
+                                                   self.scale).view(*x.shape[:-1], -1)
+        else:  # dequantise in the matmul (fused by torch.compile)
+            y = F.linear(x, self.weight.to(x.dtype)) * self.scale
+        return y if self.bias is None else y + self.bias
+
+
+class Int4Linear(QuantizedLinear):
+    format = "int4-g128"
+    kernel_overhead_bits = 16 - 4  # per group: a 16-bit offset where the format has a 4-bit zero
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None):
+        n, k = weight.shape
+        super().__init__(k, n, bias)
+        self.padded_in = -(-k // GROUP) * GROUP
+        w = F.pad(weight.float(), (0, self.padded_in - k)).view(n, -1, GROUP)
+        low, high = w.amin(dim=-1), w.amax(dim=-1)
+        scale = ((high - low) / 15).clamp(min=1e-6).to(weight.dtype).float()
+        zero = (-low / scale).round().clamp(0, 15)
+        codes = ((w / scale[..., None]).round() + zero[..., None]).clamp(0, 15).to(torch.int32)
+        offset = (8 - zero) * scale  # tinygemm: w = (q - 8) * scale + offset
+        self.register_buffer("scale_and_zero", torch.stack((scale, offset), dim=-1)
+                             .transpose(0, 1).contiguous().to(weight.dtype))  # [K/128, N, 2]
+        self.on_cpu = weight.device.type == "cpu"
+        codes = codes.view(n, self.padded_in)
+        if self.on_cpu:
+            packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1)
+        else:  # CUDA takes two codes per byte, high nibble first (torch >= 2.5)
+            pairs = (codes[:, ::2] << 4 | codes[:, 1::2]).to(torch.uint8)
+            packed = torch.ops.aten._convert_weight_to_int4pack(pairs, 8)
+        self.register_buffer("weight", packed)
+
+    @property
+    def layout_overhead_bytes(self) -> int:
+        groups = self.out_features * (self.padded_in // GROUP)
+        return groups * self.kernel_overhead_bits // 8
+
+    @staticmethod
+    def supports(out_features: int, in_features: int, device: torch.device) -> str | None:
+        multiple = 16 if device.type == "cpu" else 8
+        if out_features % multiple:
+            return f"int4 kernel needs out_features a multiple of {multiple}, not {out_features}"
+        return None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = self._pad(x.reshape(-1, self.in_features), self.padded_in)
+        mm = (torch.ops.aten._weight_int4pack_mm_for_cpu if self.on_cpu
+              else torch.ops.aten._weight_int4pack_mm)
+        y = mm(flat, self.weight, GROUP, self.scale_and_zero).view(*x.shape[:-1], -1)
+        return y if self.bias is None else y + self.bias
+
+
+KERNELS: dict[str, type[QuantizedLinear]] = {c.format: c for c in (Int8Linear, Int4Linear)}
+
+
+def runnable_format(fmt: str | WeightFormat) -> WeightFormat:
+    """The format, if it has a kernel here; otherwise InputError naming the ones that run."""
+    fmt = weight_format(fmt)
+    if fmt.name not in KERNELS:
+        raise InputError(f"weight format {fmt.name!r} has no quantized kernel here; the formats "
+                         f"that run are {', '.join(KERNELS)} (int4 = int4-g128)")
+    return fmt
+
+
+def _kernel_class(fmt: str | WeightFormat) -> type[QuantizedLinear]:
+    return KERNELS[runnable_format(fmt).name]
+
+
+@dataclass
+class Quantization:
+    """What quantize_linears did to a model."""
+
+    format: str
+    quantized: list[str] = field(default_factory=list)  # module names now QuantizedLinear
+    left_16bit: dict[str, str] = field(default_factory=dict)  # module name -> why (kernel shape)
+
+    def as_dict(self) -> dict:
+        return {"format": self.format, "quantized_linears": len(self.quantized),
+                "left_16bit": dict(self.left_16bit)}
+
+
+def _layer_of(name: str) -> int | None:
+    parts = name.split(".")
+    return int(parts[1]) if parts[0] == "layers" and len(parts) > 2 else None
+
+
+def linear_roles(model: nn.Module) -> dict[str, Tensor | str]:
+    """Each nn.Linear's tensor in the estimate (same layer, same module name); a linear it does
+    not name gets the role of the named linears beside it (a string), or KeyError."""
+    tensors = {(t.layer, t.kind): t for t in weight_tensors(model.spec) if t.rows > 1}
+    embedding = [m.weight for m in model.modules() if isinstance(m, nn.Embedding)]
+    linears = {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear)}
+    out: dict[str, Tensor | str] = {}
+    beside: dict[str, set[str]] = {}
+    for name, m in linears.items():
+        if any(m.weight is e for e in embedding):  # a tied lm_head is the embedding
+            out[name] = "embedding"
+            continue
+        t = tensors.get((_layer_of(name), name.rsplit(".", 1)[-1]))
+        if t is not None and (t.rows, t.cols) == tuple(m.weight.shape):
+            out[name] = t
+            beside.setdefault(name.rpartition(".")[0], set()).add(t.role)
+    for name in linears.keys() - out.keys():
+        roles = beside.get(name.rpartition(".")[0], set())
+        if len(roles) != 1:
+            raise KeyError(f"cannot tell the role of linear {name!r} (the weight estimate "
+                           f"names no such tensor, and its neighbours have roles {roles or '{}'})")
+        out[name] = roles.pop()
+    return out
+
+
+def _check_covered(model: nn.Module, fmt: WeightFormat, chosen: dict[str, nn.Linear]) -> None:
+    """The format's quantized weights, role by role, must all be linears chosen here."""
+    want: dict[str, int] = {}
+    for t in weight_tensors(model.spec):
+        if fmt.quantizes(t):
+            want[t.role] = want.get(t.role, 0) + t.elements * t.copies
+    have: dict[str, int] = {}
+    for name, role in chosen.items():
+        have[role] = have.get(role, 0) + model.get_submodule(name).weight.numel()
+    missing = {r: n - have.get(r, 0) for r, n in want.items() if n != have.get(r, 0)}
+    if missing:
+        what = ", ".join(f"{r} ({n:,} weights)" for r, n in missing.items())
+        raise InputError(f"{model.spec.name}: weight format {fmt.name} quantizes {what} that are "
+                         f"not linear layers in the built model (routed experts are stored as "
+                         f"3-D tensors); quantized execution covers nn.Linear layers only")
+
+
+def linears_to_quantize(model: nn.Module, fmt: str | WeightFormat) -> dict[str, str]:
+    """{module name: role} of the linears `fmt` quantizes; InputError when the format
+    quantizes weights that are not linears (works on the meta device: a check before a build)."""
+    fmt = runnable_format(fmt)
+    chosen = {}
+    for name, t in linear_roles(model).items():
+        if isinstance(t, str):  # a fused linear: ask the format as for the tensors it holds
+            t = Tensor(name, t, *model.get_submodule(name).weight.shape)
+        if fmt.quantizes(t):
+            chosen[name] = t.role
+    _check_covered(model, fmt, chosen)
+    return chosen
+
+
+def quantize_linears(model: nn.Module, fmt: str | WeightFormat) -> Quantization:
+    """Replace, in place, every nn.Linear of `model` (a DecoderLM) that `fmt` quantizes by a
+    QuantizedLinear of the same weights; see the module doc for what stays in 16 bits."""
+    fmt = runnable_format(fmt)
+    kernel = KERNELS[fmt.name]
+    chosen = linears_to_quantize(model, fmt)  # every check before anything changes
+    report = Quantization(fmt.name)
+    for name in chosen:
+        linear = model.get_submodule(name)
+        why = kernel.supports(linear.out_features, linear.in_features, linear.weight.device)
+        if why:
+            report.left_16bit[name] = why
+            continue
+        parent, _, child = name.rpartition(".")
+        setattr(model.get_submodule(parent), child, kernel.from_linear(linear, fmt))
+        report.quantized.append(name)
+    return report
+
+
+def held_weight_bytes(model: nn.Module) -> int:
+    """Bytes of every weight the model holds: its (unique) parameters and its quantized
+    layers' buffers (packed weights, scales, zeros, biases)."""
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    return params + sum(m.nbytes for m in model.modules() if isinstance(m, QuantizedLinear))
