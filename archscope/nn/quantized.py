@@ -126,7 +126,8 @@ class Int4Linear(QuantizedLinear):
         super().__init__(k, n, bias)
         self.padded_in = -(-k // GROUP) * GROUP
         w = F.pad(weight.float(), (0, self.padded_in - k)).view(n, -1, GROUP)
-        low, high = w.amin(dim=-1), w.amax(dim=-1)
+        # the range holds 0, so the zero point is a code (0..15) and no weight is clipped
+        low, high = w.amin(dim=-1).clamp(max=0), w.amax(dim=-1).clamp(min=0)
         scale = ((high - low) / 15).clamp(min=1e-6).to(weight.dtype).float()
         zero = (-low / scale).round().clamp(0, 15)
         codes = ((w / scale[..., None]).round() + zero[..., None]).clamp(0, 15).to(torch.int32)
