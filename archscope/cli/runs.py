@@ -20,7 +20,7 @@ def weight_format_option(f):
     """--weight-format: quantized linears (archscope.nn.quantized); checked by the library,
     which names the formats that run when given another."""
     return click.option(
-        "--weight-format", default=None, metavar="int8|int4",
+        "--weight-format", default=None, metavar="FORMAT",
         help="Run the decoder's linear layers weight-only quantized with torch's packed "
              "kernels: int8 (one scale per output channel) or int4 (= int4-g128: scale and "
              "zero per 128 inputs). Embeddings, lm_head, norms and router stay bf16, as the "
