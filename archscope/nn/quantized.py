@@ -47,7 +47,7 @@ def _has_kernel(op: str, device: torch.device) -> bool:
 
 
 class QuantizedLinear(nn.Module):
-    """y = x W^T + b with W held quantized; subclasses hold one format each (FORMATS below)."""
+    """y = x W^T + b with W held quantized; subclasses hold one format each (KERNELS below)."""
 
     format = ""
 
@@ -59,8 +59,7 @@ class QuantizedLinear(nn.Module):
     @classmethod
     def from_linear(cls, linear: nn.Linear, fmt: str | WeightFormat) -> "QuantizedLinear":
         """A quantized copy of `linear` (on its device, its dtype for scales and activations)."""
-        kind = _kernel_class(fmt)
-        return kind(linear.weight.detach(), linear.bias)
+        return _kernel_class(fmt)(linear.weight.detach(), linear.bias)
 
     @classmethod
     def random(cls, out_features: int, in_features: int, fmt: str | WeightFormat,
@@ -85,9 +84,6 @@ class QuantizedLinear(nn.Module):
     def nbytes(self) -> int:
         """Bytes held: the packed weight, its scales (and zeros) and the bias."""
         return sum(b.numel() * b.element_size() for b in self.buffers())
-
-    def _pad(self, x: torch.Tensor, width: int) -> torch.Tensor:
-        return F.pad(x, (0, width - x.shape[-1])) if width != x.shape[-1] else x
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -156,7 +152,9 @@ class Int4Linear(QuantizedLinear):
         return None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = self._pad(x.reshape(-1, self.in_features), self.padded_in)
+        flat = x.reshape(-1, self.in_features)
+        if self.padded_in != self.in_features:  # zero inputs for the zero weights of the pad
+            flat = F.pad(flat, (0, self.padded_in - self.in_features))
         mm = (torch.ops.aten._weight_int4pack_mm_for_cpu if self.on_cpu
               else torch.ops.aten._weight_int4pack_mm)
         y = mm(flat, self.weight, GROUP, self.scale_and_zero).view(*x.shape[:-1], -1)
