@@ -145,3 +145,13 @@ def test_routed_experts_are_refused_before_anything_changes():
     with pytest.raises(InputError, match="experts"):
         quantize_linears(model, "int8")
     assert not any(isinstance(m, QuantizedLinear) for m in model.modules())
+
+
+def test_int8_without_the_packed_kernel_dequantises_to_the_same_result():
+    """The path a device without aten._weight_int8pack_mm takes (run here on CPU)."""
+    torch.manual_seed(0)
+    q = QuantizedLinear.random(48, 256, "int8")
+    x = torch.randn(5, 256, dtype=torch.bfloat16)
+    packed = q(x)
+    q.packed_kernel = False
+    assert _rel_rms(q(x), packed) < 0.01  # two bf16 roundings apart
