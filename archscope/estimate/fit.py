@@ -190,7 +190,8 @@ def _local_cpu(spec: ModelSpec, hw: Hardware, s: Setup) -> Hardware:
     from archscope.hardware.probe import probe_workload
 
     dtype = roof.compute_dtype(s.weight_format, hw)
-    return probe_workload(workload(spec, dtype, s.batch, s.context, prefill_batch=1))
+    return probe_workload(workload(spec, dtype, s.batch, s.context, prefill_batch=1,
+                                   weight_format=s.weight_format))
 
 
 def min_gpus(spec: ModelSpec, parts: list[Hardware], formats: list[str], context: int,

@@ -17,8 +17,9 @@ each decode probe cycles through enough copies of the matrix that the set is lar
 caches (a model reads every weight once per step: nothing stays cached between reads); shapes
 larger than a probe budget are cut to fewer output rows (or prompt rows) and the time scaled
 up in proportion, which holds once a kernel is that large. Every time is the best of a few
-calls, like a peak. Torch is imported on first use; this unit imports nothing else of
-archscope but timing helpers' conventions (it synchronises CUDA itself).
+calls, like a peak. A weight-only quantized format (int8, int4-g128) is timed on the kernels
+`profile --weight-format` runs (archscope.nn.quantized: dequantisation included), and its
+bandwidth counts the format's bytes. Torch and archscope.nn are imported on first use.
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ REPEATS = 3
 @dataclass(frozen=True)
 class Linear:
     """One weight shape of a model: `count` matrices of rows x cols read per forward, each fed
-    `tokens` rows of input."""
+    `tokens` rows of input, each stored in `nbytes` (its format's bytes: scales included)."""
 
     rows: int
     cols: int
     count: float  # matrices of this shape one forward reads (MoE: the expected experts)
     tokens: int
+    nbytes: int
+    kernel: str | None = None  # a weight-only quantized kernel (archscope.nn.quantized)
 
 
 @dataclass(frozen=True)
@@ -91,30 +94,51 @@ def _best(fn, device: str, calls: int = 1) -> float:
     return best / calls
 
 
-@lru_cache(maxsize=None)
-def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = "cpu") -> float:
-    """Seconds of one `linear(x [tokens, cols], W [rows, cols])` on this machine, weights read
-    from memory (not from cache). Cached per process: a model's shapes repeat across layers."""
+def _layers(rows: int, cols: int, dtype, device: str, kernel: str | None, copies: int):
+    """`copies` callables x -> linear(x, W) of rows x cols: dense weights, or a quantized
+    kernel's layers (random weights: the timing does not depend on the values)."""
     import torch
     import torch.nn.functional as F
 
+    from archscope.nn.quantized import KERNELS, QuantizedLinear  # the kernels profile runs
+
+    if kernel not in KERNELS:  # dense, or a format archscope has no kernel for: its 16-bit
+        # matmul (what a dequantise-then-multiply path runs), reading the format's bytes
+        weights = [torch.ones(rows, cols, dtype=dtype, device=device) for _ in range(copies)]
+        return [lambda x, w=w: F.linear(x, w) for w in weights]
+    return [QuantizedLinear.random(rows, cols, kernel, dtype, device, seed=i)
+            for i in range(copies)]
+
+
+@lru_cache(maxsize=None)
+def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = "cpu",
+                   kernel: str | None = None, nbytes: int | None = None) -> float:
+    """Seconds of one `linear(x [tokens, cols], W [rows, cols])` on this machine, weights read
+    from memory (not from cache), dense in `dtype` or held by a quantized `kernel` (`nbytes`:
+    the matrix's stored bytes, which set how many copies outgrow the caches). Cached per
+    process: a model's shapes repeat across layers."""
+    import torch
+
     tdtype = _torch_dtype(dtype)
-    item = torch.empty((), dtype=tdtype).element_size()
-    probe_rows = max(1, min(rows, MAX_COPY_BYTES // (cols * item)))
+    item = (nbytes / (rows * cols) if nbytes
+            else torch.empty((), dtype=tdtype).element_size())
+    probe_rows = max(1, min(rows, int(MAX_COPY_BYTES // (cols * item))))
+    if kernel is not None:  # the int4 kernel takes whole 16-row tiles; keep the cut a multiple
+        probe_rows = rows if probe_rows >= rows else max(64, probe_rows // 64 * 64)
     probe_tokens = tokens
     while 2 * probe_tokens * probe_rows * cols > MAX_MATMUL_FLOPS and probe_rows > 256:
         probe_rows //= 2
     while 2 * probe_tokens * probe_rows * cols > MAX_MATMUL_FLOPS and probe_tokens > 64:
         probe_tokens //= 2
-    copies = max(1, -(-FLUSH_BYTES // (probe_rows * cols * item)))
+    copies = max(1, int(-(-FLUSH_BYTES // (probe_rows * cols * item))))
     if tokens > 64:  # compute-bound: one weight, reused, is what a prefill matmul does
         copies = 1
-    weights = [torch.ones(probe_rows, cols, dtype=tdtype, device=device) for _ in range(copies)]
+    layers = _layers(probe_rows, cols, tdtype, device, kernel, copies)
     x = torch.randn(probe_tokens, cols, device=device).to(tdtype)
 
     def run():
-        for w in weights:
-            F.linear(x, w)
+        for layer in layers:
+            layer(x)
 
     seconds = _best(run, device, copies)
     return seconds * (rows / probe_rows) * (tokens / probe_tokens)
@@ -122,14 +146,13 @@ def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = 
 
 def measure(workload: Workload, device: str = "cpu") -> Rates:
     """The workload's effective decode bandwidth and prefill FLOP/s (see the module doc)."""
-    import torch
+    def seconds(m: Linear) -> float:
+        return linear_seconds(m.rows, m.cols, m.tokens, workload.dtype, device, m.kernel,
+                              m.nbytes if m.kernel else None)
 
-    item = torch.empty((), dtype=_torch_dtype(workload.dtype)).element_size()
-    dec_bytes = sum(m.count * m.rows * m.cols * item for m in workload.decode)
-    dec_s = sum(m.count * linear_seconds(m.rows, m.cols, m.tokens, workload.dtype, device)
-                for m in workload.decode)
+    dec_bytes = sum(m.count * m.nbytes for m in workload.decode)
+    dec_s = sum(m.count * seconds(m) for m in workload.decode)
     pre_flops = sum(2 * m.count * m.tokens * m.rows * m.cols for m in workload.prefill)
-    pre_s = sum(m.count * linear_seconds(m.rows, m.cols, m.tokens, workload.dtype, device)
-                for m in workload.prefill)
-    shapes = {(m.rows, m.cols, m.tokens) for m in workload.decode + workload.prefill}
+    pre_s = sum(m.count * seconds(m) for m in workload.prefill)
+    shapes = {(m.rows, m.cols, m.tokens, m.kernel) for m in workload.decode + workload.prefill}
     return Rates(dec_bytes / dec_s, pre_flops / pre_s, dec_s, pre_s, len(shapes))

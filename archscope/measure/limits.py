@@ -60,14 +60,21 @@ class BandwidthWall:
 
 
 def wall_for(spec: ModelSpec, local: roofline.Hardware, prompt_len: int, new_tokens: int,
-             batch: int, dtype: str, mla_flops: str = "absorbed") -> BandwidthWall:
-    """The wall of one generation of `spec` on the machine `local` was calibrated on."""
-    pre = roofline.predict_prefill(spec, local, prompt_len, batch, dtype)
-    dec = roofline.predict_decode(spec, local, prompt_len, new_tokens, batch, dtype, mla_flops)
+             batch: int, dtype: str, mla_flops: str = "absorbed",
+             weight_format: str | None = None) -> BandwidthWall:
+    """The wall of one generation of `spec` on the machine `local` was calibrated on (weights
+    in `weight_format` when the run quantizes them)."""
+    pre = roofline.predict_prefill(spec, local, prompt_len, batch, dtype, weight_format)
+    dec = roofline.predict_decode(spec, local, prompt_len, new_tokens, batch, dtype, mla_flops,
+                                  weight_format)
     steps = new_tokens - 1
-    fewest = roofline.weights_read_bytes(spec, dtype, 1)  # see the module doc: routed experts
-    pre_bytes = pre.bytes - (roofline.weights_read_bytes(spec, dtype, batch * prompt_len) - fewest)
-    dec_bytes = dec.bytes - steps * (roofline.weights_read_bytes(spec, dtype, batch) - fewest)
+
+    def read(tokens: int) -> int:
+        return roofline.weights_read_bytes(spec, dtype, tokens, weight_format)
+
+    fewest = read(1)  # see the module doc: routed experts
+    pre_bytes = pre.bytes - (read(batch * prompt_len) - fewest)
+    dec_bytes = dec.bytes - steps * (read(batch) - fewest)
     return BandwidthWall(local.bandwidth, local.source, pre_bytes, dec_bytes, steps,
                          (local.bandwidth,))
 

@@ -86,7 +86,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
     hf, hf_tokens = _prepare_hf(run, o, tick) if o.compare_hf else (None, None)
     ours, theirs = _repeats(run, hf, o, tick)
     wall = limits.wall_for(run.spec, local, o.prompt_len, o.new_tokens, o.batch, o.dtype,
-                           o.mla_flops)
+                           o.mla_flops, o.weight_format)
     wall, local = limits.settle(wall, local, ours + theirs,
                                 lambda: roofline.calibrate(device.type, o.dtype))
     ours_pre, ours_dec, errors = limits.screen(ours, wall, "archscope")
@@ -225,16 +225,18 @@ def _hardware(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> roofl
         return roofline.PRESETS[o.hardware]
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
     preset = roofline.preset_for_gpu(gpu) if gpu and o.hardware == "auto" else None
-    return preset or roofline.local_kernels(spec, str(device), o.dtype, o.batch, o.prompt_len)
+    return preset or roofline.local_kernels(spec, str(device), o.dtype, o.batch, o.prompt_len,
+                                            o.weight_format)
 
 
 def _predictions(spec, o: ProfileOptions, hw, local, measured: float | None) -> dict:
     """The roofline on `hw`, and the bandwidth limit on this machine's measured bandwidth."""
-    pre = roofline.predict_prefill(spec, hw, o.prompt_len, o.batch, o.dtype)
+    fmt = o.weight_format  # weight-only formats: the bytes change, the compute dtype does not
+    pre = roofline.predict_prefill(spec, hw, o.prompt_len, o.batch, o.dtype, fmt)
     dec = roofline.predict_decode(spec, hw, o.prompt_len, o.new_tokens, o.batch, o.dtype,
-                                  o.mla_flops)
+                                  o.mla_flops, fmt)
     limit = roofline.predict_decode(spec, local, o.prompt_len, o.new_tokens, o.batch, o.dtype,
-                                    o.mla_flops)
+                                    o.mla_flops, fmt)
     per_step = dec.extra["bytes_per_step"]
     bandwidth_limit = o.batch * local.bandwidth / per_step
     return {

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from archscope.errors import InputError
 from archscope.estimate import (canonical_dtype, count_params, decode_flops, kv_cache_bytes,
                                 nbytes, prefill_flops)
+from archscope.estimate.parallel import split
 from archscope.estimate.structure import ffn_parts
 from archscope.spec import ModelSpec
 
@@ -74,14 +75,18 @@ def preset_for_gpu(gpu_name: str) -> Hardware | None:
     return next((hw for key, hw in PRESETS.items() if key in lowered), None)
 
 
-def weights_read_bytes(spec: ModelSpec, dtype: str, tokens: int = 1) -> int:
-    """Weight bytes one forward over `tokens` tokens reads from memory.
+def weights_read_bytes(spec: ModelSpec, dtype: str, tokens: int = 1,
+                       weight_format: str | None = None) -> int:
+    """Weight bytes one forward over `tokens` tokens reads from memory (dense in `dtype`, or
+    stored in `weight_format`: priced tensor by tensor as `fit` prices it, estimate/parallel.py).
 
     Every parameter except the lookup tables (embedding rows and learned positions: only the
     used rows are touched), plus the token embedding when tied (the lm_head reads all of it).
     MoE experts: the expected number touched by `tokens` tokens each routed to top_k of
     n_experts uniformly, n * (1 - (1 - top_k/n)^tokens), summed over the MoE layers.
     """
+    if weight_format is not None:
+        return round(split(spec, 1, 1, weight_format).weights_read_bytes(tokens))
     p = count_params(spec)
     read = p.total - p.embedding + (p.breakdown.get("embedding", 0) if spec.tie_embeddings else 0)
     for layer in spec.plan:
@@ -107,23 +112,25 @@ class Prediction:
 
 
 def predict_prefill(spec: ModelSpec, hw: Hardware, prompt_len: int, batch: int,
-                    dtype: str) -> Prediction:
-    """Time to run a prompt of `prompt_len` tokens (logits of the last position only)."""
+                    dtype: str, weight_format: str | None = None) -> Prediction:
+    """Time to run a prompt of `prompt_len` tokens (logits of the last position only);
+    `weight_format`: weights stored in it (weight-only: the compute stays in `dtype`)."""
     f = prefill_flops(spec, prompt_len, batch)
     lm_head = f.by_component["lm_head"]
     flops = f.total - lm_head + lm_head // prompt_len
-    moved = (weights_read_bytes(spec, dtype, batch * prompt_len)
+    moved = (weights_read_bytes(spec, dtype, batch * prompt_len, weight_format)
              + kv_cache_bytes(spec, prompt_len, batch, dtype))
     compute, memory = flops / hw.peak_flops(dtype), moved / hw.bandwidth
     return Prediction(max(compute, memory), flops, moved, compute, memory)
 
 
 def predict_decode(spec: ModelSpec, hw: Hardware, prompt_len: int, new_tokens: int,
-                   batch: int, dtype: str, mla_flops: str = "absorbed") -> Prediction:
+                   batch: int, dtype: str, mla_flops: str = "absorbed",
+                   weight_format: str | None = None) -> Prediction:
     """The T-1 decode steps after a prompt; extra['tokens_per_s'] = B*(T-1) / their time.
     `mla_flops`: the MLA decode convention the model runs (estimate/flops.py)."""
     steps = range(prompt_len + 1, prompt_len + new_tokens)
-    weights = weights_read_bytes(spec, dtype, batch)
+    weights = weights_read_bytes(spec, dtype, batch, weight_format)
     flops = moved = 0
     seconds = compute = memory = 0.0
     for context in steps:
@@ -138,18 +145,21 @@ def predict_decode(spec: ModelSpec, hw: Hardware, prompt_len: int, new_tokens: i
                        "bytes_per_step": moved // max(len(steps), 1)})
 
 
-def local_kernels(spec: ModelSpec, device: str, dtype: str, batch: int,
-                  prompt_len: int) -> Hardware:
+def local_kernels(spec: ModelSpec, device: str, dtype: str, batch: int, prompt_len: int,
+                  weight_format: str | None = None) -> Hardware:
     """This machine as the rates of `spec`'s own kernels at this run's shapes (decode step of
-    `batch` tokens, prefill of `batch` prompts of `prompt_len`): archscope.hardware.kernels."""
+    `batch` tokens, prefill of `batch` prompts of `prompt_len`; weights dense in `dtype` or
+    in `weight_format`'s kernels): archscope.hardware.kernels."""
     from archscope.estimate.kernel_shapes import workload
     from archscope.hardware import kernels
 
     dtype = canonical_dtype(dtype)
-    r = kernels.measure(workload(spec, dtype, batch, prompt_len), device)
+    r = kernels.measure(workload(spec, dtype, batch, prompt_len, weight_format=weight_format),
+                        device)
     return Hardware(f"local-{device.split(':')[0]}", {dtype: r.prefill_flops_per_s},
                     r.decode_bytes_per_s,
-                    f"measured: this model's {dtype} matmuls at its {r.shapes} weight shapes "
+                    f"measured: this model's {weight_format or dtype} matmuls at its {r.shapes} "
+                    "weight shapes "
                     f"(decode step {1e3 * r.decode_seconds:.1f} ms of matrix-vector products, "
                     f"prefill {1e3 * r.prefill_seconds:.1f} ms of matmuls)")
 

@@ -72,7 +72,7 @@ def test_routed_experts_read_top_k_at_batch_1_and_the_expected_distinct_ones_aft
 
 def test_the_effective_rates_are_bytes_and_flops_over_the_summed_kernel_times(monkeypatch):
     # a fake machine: each matmul takes max(bytes / 10 GB/s, flops / 50 GFLOP/s)
-    fake = lambda rows, cols, tokens, dtype, device="cpu": max(
+    fake = lambda rows, cols, tokens, dtype, device="cpu", *kernel: max(
         rows * cols * 4 / 10e9, 2 * tokens * rows * cols / 50e9)
     monkeypatch.setattr(kernels, "linear_seconds", fake)
     w = workload(load_spec("llama-3.2-1b", ["n_layers=2"]), "fp32", batch=1, prompt_len=512)
@@ -112,9 +112,39 @@ def test_a_probe_too_large_to_run_whole_is_cut_and_scaled(monkeypatch):
 
 def test_fit_on_the_cpu_is_priced_at_the_models_kernels(monkeypatch):
     monkeypatch.setattr(kernels, "linear_seconds",
-                        lambda rows, cols, tokens, dtype, device="cpu": rows * cols * 4 / 7e9)
+                        lambda rows, cols, tokens, dtype, device="cpu", *kernel:
+                        rows * cols * 4 / 7e9)
     spec = load_spec("llama-3.2-1b", ["n_layers=2"])
     result = fit(spec, probe_cpu(), Setup(context=64, weight_format="fp32", kv_dtype="fp32",
                                           bandwidth_fraction=1.0, compute_fraction=1.0))
     assert result.rates.bytes_per_s == pytest.approx(7e9)
     assert "this model's kernels" in result.hardware.notes
+
+
+def test_a_quantized_format_counts_its_bytes_and_names_its_kernel():
+    spec = load_spec("llama-3.2-1b", ["n_layers=2"])
+    dense = workload(spec, "bf16", batch=1, prompt_len=8)
+    int8 = workload(spec, "bf16", batch=1, prompt_len=8, weight_format="int8")
+    head = (spec.vocab_size, spec.d_model)
+    for m in int8.decode:
+        if (m.rows, m.cols) == head:  # the tied head stays in 16 bits (formats.py)
+            assert m.kernel is None and m.nbytes == 2 * m.rows * m.cols
+        else:  # one byte a weight and a 16-bit scale per output row (storage.INT8)
+            assert m.kernel == "int8" and m.nbytes == m.rows * m.cols + 2 * m.rows
+    assert sum(m.count * m.nbytes for m in dense.decode) == sum(
+        m.count * 2 * m.rows * m.cols for m in dense.decode)
+
+
+def test_the_quantized_probe_runs_the_quantized_kernel(monkeypatch):
+    from archscope.nn import quantized
+
+    called = []
+    real = quantized.QuantizedLinear.random
+    monkeypatch.setattr(quantized.QuantizedLinear, "random",
+                        classmethod(lambda cls, *a, **k: called.append(a[:3]) or real(*a, **k)))
+    kernels.linear_seconds.cache_clear()
+    try:
+        assert kernels.linear_seconds(256, 256, 1, "bf16", "cpu", "int8", 256 * 258) > 0
+    finally:
+        kernels.linear_seconds.cache_clear()
+    assert called and called[0] == (256, 256, "int8")
