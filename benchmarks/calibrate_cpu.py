@@ -9,8 +9,9 @@ model are measured on the model's own kernels (archscope.hardware.kernels: its d
 matrix-vector products and its prefill's matmuls, timed at their shapes), and the fit roofline
 (archscope.estimate.fit, `--gpu cpu`) predicts the run's prefill and decode step from them with
 fractions 1.0. Then the two fractions (bandwidth, compute) are chosen on a grid to minimise the
-largest |log(predicted / measured)| over every run's prefill and decode (a minimax fit of the
-roofline max(compute, memory) itself, so neither phase is assumed to be bound by one term), and
+largest |predicted / measured - 1| over every run's prefill and decode (a minimax fit, in the
+measure the target is stated in, of the roofline max(compute, memory) itself, so neither phase
+is assumed to be bound by one term), and
 the roofline is evaluated again with the fitted fractions. The fractions say how much of its
 kernels' speed a whole forward keeps (attention, norms, the framework between kernels). The
 JSON keeps the machine, every run's raw measurement, the kernel rates it was priced at and both
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import time
 from pathlib import Path
@@ -94,14 +94,14 @@ def _at_fractions(raw: dict, b: float, c: float) -> dict:
 
 
 def _worst(runs, b: float, c: float) -> float:
-    """The largest |log(predicted / measured)| at fractions b, c (terms scale as 1 / fraction)."""
+    """The largest |predicted / measured - 1| at fractions b, c (terms scale as 1 / fraction)."""
     worst = 0.0
     for r in runs:
         raw = r["raw"]
         for phase, measured in (("prefill", r["measured_prefill_ms"]),
                                 ("decode", r["measured_decode_ms_per_step"])):
             predicted = _at_fractions(raw, b, c)[f"{phase}_ms"]
-            worst = max(worst, abs(math.log(predicted / measured)))
+            worst = max(worst, abs(predicted / measured - 1))
     return worst
 
 

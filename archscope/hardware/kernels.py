@@ -31,7 +31,7 @@ from functools import lru_cache
 FLUSH_BYTES = 256 << 20  # more than a server CPU's last-level cache, per decode probe
 MAX_COPY_BYTES = 128 << 20  # one probed matrix at most this large (taller ones are cut)
 MAX_MATMUL_FLOPS = 5e8  # one probed prefill matmul at most this much work
-REPEATS = 3
+REPEATS = 5
 
 
 @dataclass(frozen=True)
