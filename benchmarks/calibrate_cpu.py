@@ -123,7 +123,7 @@ def main(argv=None) -> None:
 
     hw = probe_cpu()
     runs_spec = RUNS[:2] if args.quick else RUNS
-    repeats = 2 if args.quick else 3
+    repeats = 2 if args.quick else 5
     start = time.perf_counter()
     runs = []
     for name, overrides, dtype, prompt, new in runs_spec:

@@ -30,8 +30,11 @@ from functools import lru_cache
 
 FLUSH_BYTES = 256 << 20  # more than a server CPU's last-level cache, per decode probe
 MAX_COPY_BYTES = 128 << 20  # one probed matrix at most this large (taller ones are cut)
-MAX_MATMUL_FLOPS = 5e8  # one probed prefill matmul at most this much work
-REPEATS = 5
+MAX_MATMUL_FLOPS = 4e9  # one probed prefill matmul at most this much work
+REPEATS = 5  # timed calls at most; fewer once BUDGET_S is spent (a slow bf16 CPU matmul)
+BUDGET_S = 0.5
+REUSED_TOKENS = 8  # from this many token rows a matmul reuses its weight enough to be compute-
+# bound: one copy is timed (a decode-sized product needs copies that outgrow the caches)
 
 
 @dataclass(frozen=True)
@@ -82,15 +85,18 @@ def _sync(device: str) -> None:
 
 
 def _best(fn, device: str, calls: int = 1) -> float:
-    """The fastest of REPEATS timed rounds (after one warm-up), per call."""
+    """The fastest of up to REPEATS timed rounds (after one warm-up; at least two, then no more
+    once BUDGET_S is spent), per call: the best, so that a phase's sum is a least time."""
     fn()
     _sync(device)
-    best = float("inf")
-    for _ in range(REPEATS):
+    best, start = float("inf"), time.perf_counter()
+    for i in range(REPEATS):
         t0 = time.perf_counter()
         fn()
         _sync(device)
         best = min(best, time.perf_counter() - t0)
+        if i >= 1 and time.perf_counter() - start > BUDGET_S:
+            break
     return best / calls
 
 
@@ -131,7 +137,7 @@ def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = 
     while 2 * probe_tokens * probe_rows * cols > MAX_MATMUL_FLOPS and probe_tokens > 64:
         probe_tokens //= 2
     copies = max(1, int(-(-FLUSH_BYTES // (probe_rows * cols * item))))
-    if tokens > 64:  # compute-bound: one weight, reused, is what a prefill matmul does
+    if tokens >= REUSED_TOKENS:
         copies = 1
     layers = _layers(probe_rows, cols, tdtype, device, kernel, copies)
     x = torch.randn(probe_tokens, cols, device=device).to(tdtype)

@@ -38,6 +38,8 @@ def profile_file_name(r: dict) -> str:
             variant = f"{variant[:31].rstrip('-')}-{digest}"
         parts.append(variant)
     parts += [str(r["device"]).replace(":", ""), str(r["dtype"])]
+    if r.get("weight_format"):  # a weight-only quantized run beside its 16-bit one
+        parts.append(str(r["weight_format"]))
     return "-".join(parts) + ".json"
 
 
@@ -89,6 +91,7 @@ def _ratio(a: str, b: str, digits: int = 3):
 RUNTIME = [
     ("model", model_label, "l"), ("device", _get("device"), "l"), ("machine", _machine, "l"),
     ("dtype", _get("dtype"), "l"), ("weights", _get("weights"), "l"),
+    ("weight format", lambda r: r.get("weight_format") or DASH, "l"),
     ("batch", _get("batch"), "r"), ("prompt", _get("prompt_len", commas), "r"),
     ("new tokens", _get("new_tokens", commas), "r"), ("decode step", _get("decode_step"), "l"),
     ("prefill ms", _get("prefill_ms", _num(2)), "r"),
