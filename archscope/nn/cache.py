@@ -91,9 +91,11 @@ class KVCache:
     """Per decoder layer what it keeps (a LayerCache for attention, a constant-size state for
     a state mixer, None for an MLP-only layer) and the number of tokens seen so far."""
 
-    def __init__(self, layers: list):
+    def __init__(self, layers: list, max_len: int):
         self.layers = layers
+        self.max_len = max_len  # the most tokens it was made for (positions 0 .. max_len-1)
         self.length = 0
+        self._device_length = None  # see keep_length_on_device
 
     def nbytes(self) -> int:
         """Bytes the cache tensors and states hold (positions bookkeeping excluded)."""
@@ -121,10 +123,13 @@ class KVCache:
         For single-token steps only (a captured or compiled decode step): each layer then writes
         its slot and attends over all slots with a mask, with no shape or value from the host.
         """
-        kept = next(layer.positions if isinstance(layer, LayerCache) else layer.conv
-                    for layer in self.layers if layer is not None)  # states hold a conv window
-        device = kept.device
-        self.length = torch.tensor(int(self.length), dtype=torch.long, device=device)
+        if self._device_length is None:
+            kept = next(layer.positions if isinstance(layer, LayerCache) else layer.conv
+                        for layer in self.layers if layer is not None)  # states: a conv window
+            self._device_length = torch.zeros((), dtype=torch.long, device=kept.device)
+        # one tensor for the cache's life: a compiled or graph-captured step reads it in place
+        self._device_length.fill_(int(self.length))
+        self.length = self._device_length
 
 
 def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int | None,

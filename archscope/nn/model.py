@@ -43,16 +43,19 @@ class Block(nn.Module):
         if self.has_ffn:
             norms(*SUBLAYER_SLOTS["ffn"])
             self.mlp = ffn_module(spec, layer.ffn)
-        self.residual_scale = spec.mults.residual
+        self.residual_scale = unless_one(spec.mults.residual)
 
     def forward(self, x, rope, start: int, cache):
-        r, n = self.residual_scale, self.slot
+        n = self.slot
         if self.mixer_name:
             mixed = getattr(self, self.mixer_name)(n["attn_in"](x), rope, start, cache)
-            x = n["attn_sum"](x + r * n["attn_out"](mixed))
+            x = n["attn_sum"](x + self._scaled(n["attn_out"](mixed)))
         if self.has_ffn:
-            x = n["ffn_sum"](x + r * n["ffn_out"](self.mlp(n["ffn_in"](x))))
+            x = n["ffn_sum"](x + self._scaled(n["ffn_out"](self.mlp(n["ffn_in"](x)))))
         return x
+
+    def _scaled(self, y):
+        return y if self.residual_scale is None else self.residual_scale * y
 
     def new_cache(self, batch: int, max_len: int, device, dtype):
         """What this layer keeps per sequence: a KV cache, a state, or None (no mixer)."""
@@ -65,6 +68,12 @@ def _embedding(n: int, d: int) -> nn.Embedding:
     """An embedding without its default init: build_model initialises every weight anyway, and
     nn.Embedding's own normal_ init costs about a second on first use (it imports torch._dynamo)."""
     return nn.Embedding(n, d, _weight=torch.empty(n, d))
+
+
+def unless_one(multiplier: float) -> float | None:
+    """A spec multiplier, or None when it is 1: a multiply by 1 is a kernel per use in an eager
+    decode step (and a no-op in value), so the modules skip it when built."""
+    return None if multiplier == 1 else multiplier
 
 
 def rotary_dim(spec: ModelSpec) -> int:
@@ -90,8 +99,8 @@ class DecoderLM(nn.Module):
         self.norm = make_norm(spec.norm, d) if spec.norm.position != "post" else nn.Identity()
         self.lm_head = nn.Linear(d, spec.vocab_size, bias=False)
         self.tie_weights()
-        self.embedding_scale = spec.mults.embedding
-        self.logits_scale = spec.mults.logits
+        self.embedding_scale = unless_one(spec.mults.embedding)
+        self.logits_scale = unless_one(spec.mults.logits)
 
     def tie_weights(self) -> None:
         if self.spec.tie_embeddings:
@@ -109,10 +118,15 @@ class DecoderLM(nn.Module):
         start = cache.length if cache is not None else 0
         t = input_ids.shape[1]
         positions = torch.arange(t, device=input_ids.device) + start
-        x = self.embed_tokens(input_ids) * self.embedding_scale
+        # a bound on the positions known on the host: a device-held start is below the cache's
+        # length (the position is never read back), a host one is plain arithmetic
+        covering = cache.max_len if isinstance(start, torch.Tensor) else start + t
+        x = self.embed_tokens(input_ids)
+        if self.embedding_scale is not None:
+            x = x * self.embedding_scale
         if self.embed_positions is not None:
             x = x + self.embed_positions(positions)
-        ropes = [rotary(positions, x.dtype) for rotary in self.rotaries] or [None]
+        ropes = [rotary(positions, x.dtype, covering) for rotary in self.rotaries] or [None]
         for i, layer in enumerate(self.layers):
             x = layer(x, ropes[self.rope_of[i]], start,  # without RoPE: one entry, None
                       cache.layers[i] if cache is not None else None)
@@ -120,11 +134,12 @@ class DecoderLM(nn.Module):
             cache.length += t  # in place when the length lives on the device
         if last_only:
             x = x[:, -1:]
-        return self.lm_head(self.norm(x)) / self.logits_scale
+        logits = self.lm_head(self.norm(x))
+        return logits if self.logits_scale is None else logits / self.logits_scale
 
     def new_cache(self, batch: int, max_len: int, dtype: torch.dtype | None = None) -> KVCache:
         """A static cache for `batch` sequences of up to `max_len` tokens, on the model's device:
         per layer a KV cache (attention), a constant-size state (state mixers) or None."""
         ref = self.embed_tokens.weight
         return KVCache([layer.new_cache(batch, max_len, ref.device, dtype or ref.dtype)
-                        for layer in self.layers])
+                        for layer in self.layers], max_len)

@@ -73,22 +73,47 @@ def rope_frequencies(dim: int, theta: float, scaling: ScalingSpec | None):
 
 
 class RotaryEmbedding(nn.Module):
-    """cos/sin tables for given positions. Not a buffer: a meta-built model needs no materialising."""
+    """cos/sin of each position, looked up in tables computed once per device and dtype.
+
+    A decode step then costs one gather by its position tensor (which may live on the device),
+    not a fresh outer product, cos and sin every step. The tables cover positions 0 .. n-1 for
+    the n a caller says it needs (the model passes its cache's length), grown by doubling when
+    a longer one is asked for. Not buffers: a meta-built model needs no materialising, and a
+    state_dict holds no derived values. An attention factor of 1 (every scaling but YaRN) is
+    not multiplied in at all.
+    """
 
     def __init__(self, dim: int, theta: float, scaling: ScalingSpec | None):
         super().__init__()
         self.dim = dim
         self._inv_freq, self.attention_factor = rope_frequencies(dim, theta, scaling)
-        self._on_device: dict = {}
+        self._tables: dict = {}  # (device, dtype) -> (cos, sin), each [n, dim]
 
-    def forward(self, positions: torch.Tensor, dtype: torch.dtype):
-        device = positions.device
-        inv_freq = self._on_device.get(device)
-        if inv_freq is None:
-            inv_freq = self._on_device[device] = self._inv_freq.to(device)
-        angles = positions.float()[:, None] * inv_freq[None, :]
+    def forward(self, positions: torch.Tensor, dtype: torch.dtype, covering: int | None = None):
+        """(cos, sin) [T, dim] for `positions` [T]. `covering`: a bound on every position (so
+        none has to be read back from the device); without it the largest one is read."""
+        if covering is None:
+            covering = int(positions.max()) + 1 if positions.numel() else 1
+        cos, sin = self.tables(covering, positions.device, dtype)
+        return cos[positions], sin[positions]
+
+    def tables(self, covering: int, device: torch.device, dtype: torch.dtype):
+        """(cos, sin) [n, dim] for positions 0 .. n-1, n >= covering, on `device` in `dtype`."""
+        key = (torch.device(device), dtype)
+        held = self._tables.get(key)
+        if held is None or held[0].shape[0] < covering:
+            n = max(covering, 2 * held[0].shape[0]) if held is not None else covering
+            self._tables[key] = held = self._compute(n, key[0], dtype)
+        return held
+
+    def _compute(self, n: int, device: torch.device, dtype: torch.dtype):
+        inv_freq = self._inv_freq.to(device)
+        angles = torch.arange(n, device=device).float()[:, None] * inv_freq[None, :]
         emb = torch.cat((angles, angles), dim=-1)
-        return (emb.cos() * self.attention_factor).to(dtype), (emb.sin() * self.attention_factor).to(dtype)
+        cos, sin = emb.cos(), emb.sin()
+        if self.attention_factor != 1.0:  # YaRN's; a multiply by 1 is skipped, not run
+            cos, sin = cos * self.attention_factor, sin * self.attention_factor
+        return cos.to(dtype), sin.to(dtype)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:

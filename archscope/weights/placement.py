@@ -157,4 +157,4 @@ def new_cache(model: nn.Module, placement: Placement | None, batch: int, max_len
     dtype = model.embed_tokens.weight.dtype
     return KVCache([layer.self_attn.new_cache(batch, max_len, placement.execution(f"layers.{i}"),
                                               dtype)
-                    for i, layer in enumerate(model.layers)])
+                    for i, layer in enumerate(model.layers)], max_len)
