@@ -26,6 +26,9 @@ n_shared_experts * d_expert named `shared_experts` (as DeepSeek's).
 `experts_reference` (a loop over experts) is the readable definition; `experts_batched` does
 the same work with no Python loop: sort the (token, slot) pairs by expert, then one grouped
 matmul per weight (torch's grouped_mm; a padded bmm over the experts in use where it can't run).
+Both size their work from the routing, which the host must read; a compiled or graph-captured
+step, and any small step on CUDA, runs the fixed-shape forms of archscope.nn.moe_sync_free
+instead (`RoutedExperts.path` picks; see `pick_path`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.ffn import GatedMLP, GatedUnit
+from archscope.nn.moe_sync_free import experts_dense, experts_gathered
 from archscope.nn.shards import local
 from archscope.spec.schema import FFNSpec, ModelSpec, RouterSpec
 
@@ -49,11 +53,21 @@ class Router(nn.Module):
         self.bias = nn.Parameter(torch.empty(n_experts)) if routing.bias else None
         if routing.correction_bias:  # a buffer, as transformers' DeepseekV3TopkRouter holds it
             self.register_buffer("e_score_correction_bias", torch.zeros(n_experts))
+        self.weight_fp32: tuple | None = None  # (weight, bias) in fp32: see keep_fp32_copy
+
+    def keep_fp32_copy(self) -> None:
+        """Cast the gate's weight (and bias) to fp32 once, for every later call, instead of once
+        per call. For a model whose weights are final (loaded; the fast decode path calls it): a
+        later change to `weight` is not seen. Nothing to keep when they are fp32 already."""
+        if self.weight.dtype != torch.float32:
+            self.weight_fp32 = (self.weight.detach().float(),
+                                None if self.bias is None else self.bias.detach().float())
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x [N, d] -> (weights [N, top_k] in fp32, expert indices [N, top_k])."""
-        logits = F.linear(x.float(), self.weight.float(),
-                          None if self.bias is None else self.bias.float())
+        weight, bias = self.weight_fp32 or (
+            self.weight.float(), None if self.bias is None else self.bias.float())
+        logits = F.linear(x.float(), weight, bias)
         r = self.routing
         scores = logits.sigmoid() if r.scoring == "sigmoid" else logits.softmax(dim=-1)
         if r.method == "noaux_tc":
@@ -63,7 +77,7 @@ class Router(nn.Module):
         weights, index = scores.topk(self.top_k, dim=-1)
         if r.normalize:
             weights = weights / weights.sum(dim=-1, keepdim=True)
-        return weights * r.scaling_factor, index
+        return _scaled(weights, r.scaling_factor), index
 
     def _noaux_tc(self, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """DeepSeek-V3: choose by scores + bias (a group's score: the sum of its best two),
@@ -78,7 +92,12 @@ class Router(nn.Module):
         weights = scores.gather(1, index)
         if r.normalize:  # transformers' 1e-20 guards a sum of sigmoids that underflowed
             weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
-        return weights * r.scaling_factor, index
+        return _scaled(weights, r.scaling_factor), index
+
+
+def _scaled(weights: torch.Tensor, factor: float) -> torch.Tensor:
+    """weights * routed_scaling_factor; most routers have 1, and a multiply by 1 is not run."""
+    return weights if factor == 1 else weights * factor
 
 
 def _keep_best_groups(scores: torch.Tensor, n_group: int, topk_group: int) -> torch.Tensor:
@@ -105,19 +124,34 @@ class RoutedExperts(nn.Module):
                                   if bias else None)
         self.down_proj_bias = nn.Parameter(torch.empty(n_experts, d_model)) if bias else None
         self.glu = GatedUnit(activation, limit)  # act(gate) * up, or gpt-oss's clamped form
-        self.batched = True  # False: the reference loop (same result, slower)
+        self.path = "auto"  # or one of EXPERT_PATHS, whatever the device (tests, FLOP counts)
 
     def forward(self, x, weights, index):
         if x.is_meta:  # no values to route on (a meta decode step, archscope plan): a shape
             return torch.zeros_like(x)
-        impl = experts_batched if self.batched else experts_reference
-        return impl(self, x, weights, index)
+        path = pick_path(x, index, self.gate_up_proj.shape[0]) if self.path == "auto" \
+            else self.path
+        return EXPERT_PATHS[path](self, x, weights, index)
 
     def held(self):
         """(gate_up_proj, down_proj, their biases) as this process holds them: the local
         experts under expert parallelism (see archscope.nn.shards)."""
         return tuple(None if t is None else local(t) for t in (
             self.gate_up_proj, self.down_proj, self.gate_up_proj_bias, self.down_proj_bias))
+
+
+def pick_path(x: torch.Tensor, index: torch.Tensor, n_experts: int) -> str:
+    """Which implementation runs, from what the host knows without reading the routing.
+
+    A compiled or captured step must not synchronise: gathered while the routed pairs are no
+    more than the experts (decode), dense beyond. On CUDA the small steps take the gathered
+    form too (no sync per layer); a CUDA prefill, and everything on the CPU, sorts.
+    """
+    small = index.numel() <= n_experts
+    capturing = x.is_cuda and torch.cuda.is_current_stream_capturing()
+    if torch.compiler.is_compiling() or capturing:
+        return "gathered" if small else "dense"
+    return "gathered" if x.is_cuda and small else "sorted"
 
 
 def experts_reference(experts: RoutedExperts, x, weights, index) -> torch.Tensor:
@@ -227,6 +261,10 @@ def grouped_mm_flops(a_shape, b_shape, *args, out_shape=None, **kwargs) -> int:
 
 
 FLOP_FORMULAS = {torch.ops.aten._grouped_mm: grouped_mm_flops}
+
+# RoutedExperts.path -> implementation; "auto" asks pick_path
+EXPERT_PATHS = {"reference": experts_reference, "sorted": experts_batched,
+                "gathered": experts_gathered, "dense": experts_dense}
 
 
 class MoE(nn.Module):

@@ -5,7 +5,7 @@ of each (prefill, one decode step; MLA decode steps in both forms, absorbed and 
 Kinds the builder does not have yet are skipped, not failed. Attention runs on SDPA's math
 backend: on CPU the fused kernel (`_scaled_dot_product_flash_attention_for_cpu`, which GQA's
 `enable_gqa` selects) has no FLOP formula in torch's counter and would count as zero. Routed
-experts run their reference loop (one F.linear per expert, `batched = False`): the batched path's
+experts run their reference loop (one F.linear per expert, `path = "reference"`): the sorted path's
 grouped_mm has no formula either, and its padded-bmm fallback computes padding too.
 """
 
@@ -24,6 +24,7 @@ if not hasattr(nn, "build_model"):
     pytest.skip("archscope.nn.build_model is not there yet", allow_module_level=True)
 from archscope.measure.counted import module_table_differences  # noqa: E402
 from archscope.nn.mla import set_mla_decode_form  # noqa: E402
+from archscope.nn.moe import RoutedExperts  # noqa: E402
 
 MLA_PRESETS = [n for n in preset_names() if load_spec(n).attention.kind == "mla"]
 BATCH, PROMPT = 2, 10
@@ -37,8 +38,8 @@ def build_or_skip(spec, device: str, mla_decode_form: str | None = None):
             pytest.skip(str(err))
         raise
     for module in model.modules():
-        if hasattr(module, "batched"):
-            module.batched = False  # experts: the countable reference loop
+        if isinstance(module, RoutedExperts):
+            module.path = "reference"  # experts: the countable reference loop
     if mla_decode_form is not None:
         set_mla_decode_form(model, mla_decode_form)
     return model

@@ -270,9 +270,9 @@ def test_moe_module_switches_between_reference_and_batched():
         for p in moe.parameters():
             p.normal_(0.0, 0.2, generator=g)
         x = torch.randn(2, 9, spec.d_model, generator=g)
-        moe.experts.batched = False
+        moe.experts.path = "reference"
         ref = moe(x)
-        moe.experts.batched = True
+        moe.experts.path = "sorted"
         assert max_diff(moe(x), ref) < 1e-5
 
 
