@@ -62,7 +62,9 @@ LAYERS: dict[str, set[str] | str] = {
     "kinds": {"spec"} | PURE,  # names torch modules by import path, never imports them
     # no torch (tests/estimate/test_summary.py checks); the fit estimates read the catalog
     "estimate": {"kinds", "spec", "hardware"} | PURE,
-    "hardware": {"errors"},  # the cited accelerator catalog; the CPU probe imports torch lazily
+    # the cited accelerator catalog; the CPU probe imports torch, and nn's quantized kernels that
+    # it times, lazily
+    "hardware": {"nn", "errors"},
     "nn": {"kinds", "spec", "devices"} | PURE,
     "weights": {"nn", "kinds", "spec", "devices"} | PURE,
     "measure": {"nn", "estimate", "weights", "kinds", "spec", "devices", "hardware"} | PURE,

@@ -17,7 +17,7 @@ _RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda; bf16 with --weight-fo
 
 
 def weight_format_option(f):
-    """--weight-format: quantized linears (archscope.nn.quantized); checked by the library,
+    """--weight-format: quantized linears (archscope.measure.quantize); checked by the library,
     which names the formats that run when given another."""
     return click.option(
         "--weight-format", default=None, metavar="FORMAT",

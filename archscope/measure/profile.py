@@ -27,7 +27,7 @@ from typing import Callable
 import torch
 
 from archscope.estimate import model_record
-from archscope.measure import limits, reference, roofline, timed
+from archscope.measure import limits, predicted, reference, roofline, timed
 from archscope.measure.generate import Step, decode, eager_step, greedy, prefill
 from archscope.measure.preflight import (ProfileOptions, check_fits, check_options,
                                          resolve_device)
@@ -74,7 +74,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
     device = resolve_device(o.device)
     needed = check_fits(spec, o, device)  # before anything is allocated
     local = roofline.calibrate(device.type, o.dtype)  # the ceiling: fastest streaming read
-    hardware = _hardware(spec, o, device)
+    hardware = predicted.roofline_hardware(spec, o, device)
     tick("calibrated")
 
     peak = PeakMemory(device)
@@ -102,7 +102,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
         "peak_memory_bytes": peak_bytes, "peak_memory_method": peak.method,
         "estimated_memory_bytes": sum(needed[k] for k in ("weights", "kv_cache", "activations")),
         **_sizes(run, o),
-        **_predictions(run.spec, o, hardware, local, timings["decode_tokens_per_s"]),
+        **predicted.predictions(run.spec, o, hardware, local, timings["decode_tokens_per_s"]),
         **_environment(device, hf is not None),
         "bandwidth_wall": wall.as_dict(), "measurement_errors": errors,
     }
@@ -216,45 +216,6 @@ def _timings(prefills: list, decodes: list, o: ProfileOptions, prefix: str = "")
 
 def _stats(values: list[float]) -> Stats | None:
     return Stats(tuple(values)) if values else None
-
-
-def _hardware(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> roofline.Hardware:
-    """The roofline's hardware: a preset by name, or (local, or auto without a preset for this
-    GPU) this machine priced at the model's own kernels."""
-    if o.hardware not in ("local", "auto"):
-        return roofline.PRESETS[o.hardware]
-    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
-    preset = roofline.preset_for_gpu(gpu) if gpu and o.hardware == "auto" else None
-    return preset or roofline.local_kernels(spec, str(device), o.dtype, o.batch, o.prompt_len,
-                                            o.weight_format)
-
-
-def _predictions(spec, o: ProfileOptions, hw, local, measured: float | None) -> dict:
-    """The roofline on `hw`, and the bandwidth limit on this machine's measured bandwidth."""
-    fmt = o.weight_format  # weight-only formats: the bytes change, the compute dtype does not
-    pre = roofline.predict_prefill(spec, hw, o.prompt_len, o.batch, o.dtype, fmt)
-    dec = roofline.predict_decode(spec, hw, o.prompt_len, o.new_tokens, o.batch, o.dtype,
-                                  o.mla_flops, fmt)
-    limit = roofline.predict_decode(spec, local, o.prompt_len, o.new_tokens, o.batch, o.dtype,
-                                    o.mla_flops, fmt)
-    per_step = dec.extra["bytes_per_step"]
-    bandwidth_limit = o.batch * local.bandwidth / per_step
-    return {
-        "hardware": hw.name, "hardware_source": hw.source,
-        "hardware_peak_flops": hw.peak_flops(o.dtype), "hardware_bandwidth_bytes_per_s": hw.bandwidth,
-        "predicted_prefill_ms": round(1e3 * pre.seconds, 3), "predicted_prefill_bound": pre.bound,
-        "predicted_decode_tokens_per_s": round(dec.extra["tokens_per_s"], 3),
-        "predicted_decode_bound": dec.bound,
-        "local_predicted_decode_tokens_per_s": round(limit.extra["tokens_per_s"], 3),
-        "measured_bandwidth_bytes_per_s": local.bandwidth,
-        "measured_peak_flops": local.peak_flops(o.dtype),
-        "decode_bytes_per_step": per_step,
-        "decode_achieved_bandwidth_bytes_per_s": (None if measured is None
-                                                  else round(measured / o.batch * per_step)),
-        "bandwidth_limit_tokens_per_s": round(bandwidth_limit, 3),
-        "fraction_of_bandwidth_limit": (None if measured is None
-                                        else round(measured / bandwidth_limit, 4)),
-    }
 
 
 def _environment(device: torch.device, with_hf: bool) -> dict:

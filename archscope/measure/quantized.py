@@ -2,7 +2,7 @@
 quantization of the built model, and the record's fields.
 
 The model is built (or loaded) in bf16, then its linears are quantized in place
-(archscope.nn.quantized). The logit difference is taken on the run's own prompt: the last
+(archscope.measure.quantize). The logit difference is taken on the run's own prompt: the last
 position's logits of the bf16 model, before quantizing, against those after, same weights.
 """
 
@@ -14,8 +14,8 @@ from torch import nn
 from archscope.errors import InputError
 from archscope.estimate.formats import weights_in_format
 from archscope.nn.build import build_model
-from archscope.nn.quantized import (QuantizedLinear, held_weight_bytes, linears_to_quantize,
-                                    quantize_linears, runnable_format)
+from archscope.measure.quantize import linears_to_quantize, quantize_linears, runnable_format
+from archscope.nn.quantized import QuantizedLinear, held_weight_bytes
 from archscope.spec import ModelSpec
 
 DTYPE = "bf16"  # the activations and every tensor the format leaves alone

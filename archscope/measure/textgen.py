@@ -81,7 +81,7 @@ def open_generation(folder, prompt: str, *, spec=None, device: str = "cpu",
                     weight_format: str | None = None):
     """Load the checkpoint and its tokenizer, encode the prompt: (TokenStream, IncrementalText,
     info) where info holds the spec, the load time, the prompt length and the eos ids.
-    `weight_format` (int8, int4) quantizes the loaded model's linears (archscope.nn.quantized)."""
+    `weight_format` (int8, int4) quantizes the loaded model's linears (archscope.measure.quantize)."""
     from archscope.weights.loader import check_folder, input_device, load_checkpoint
     from archscope.weights.placement import check_device_map, new_cache
     from archscope.weights.tokenizer import IncrementalText, eos_ids, load_tokenizer, prompt_ids
@@ -99,7 +99,7 @@ def open_generation(folder, prompt: str, *, spec=None, device: str = "cpu",
         raise InputError(f"{folder}: the tokenizer gives id {max(ids)} but the model's "
                          f"vocabulary has {spec.vocab_size} ids: tokenizer and weights differ")
     if weight_format is not None:
-        from archscope.nn.quantized import quantize_linears
+        from archscope.measure.quantize import quantize_linears
 
         quantize_linears(model, weight_format)  # refuses, changing nothing, what has no kernel
     device_in = input_device(model)
@@ -131,7 +131,7 @@ def _check_weight_format(weight_format: str, dtype: torch.dtype, device_map) -> 
 
 def quantized_name(weight_format: str) -> str:
     """The format's name if it runs here, else InputError naming the option and those that do."""
-    from archscope.nn.quantized import runnable_format
+    from archscope.measure.quantize import runnable_format
 
     try:
         return runnable_format(weight_format).name

@@ -1,5 +1,5 @@
-"""Weight-only int8 and int4 linear layers run by torch's packed kernels, and the pass that puts
-them in a built model in place of the linears a weight format quantizes.
+"""Weight-only int8 and int4 linear layers run by torch's packed kernels. Which linears of a
+built model they replace is the weight format's choice (archscope/measure/quantize.py).
 
 Layouts (the storages of archscope/estimate/formats.py, as the kernels take them):
 - `int8`: symmetric, one scale per output channel in the activations' dtype; w = q * scale.
@@ -16,27 +16,16 @@ Layouts (the storages of archscope/estimate/formats.py, as the kernels take them
 Shapes: a row whose inputs are not a whole number of groups is padded with zero weights to one
 (storage.py prices it the same way) and the input is padded to match. An output width the
 int4 kernel cannot take (a multiple of 16 on CPU, 8 on CUDA) leaves that layer in 16 bits:
-`quantize_linears` lists it with the reason, and the held bytes show it.
-
-Which linears: exactly those the format quantizes (WeightFormat.quantizes on the tensor the
-estimate lists for that module: same layer, same name), so embeddings, lm_head, router and
-vectors stay in 16 bits. A module the estimate does not name (a fused q/k/v or gate/up made
-after the build) takes the role of the named linears beside it. Tensors a format quantizes that
-are not nn.Linear modules (routed experts, stored as 3-D tensors) have no kernel here: the pass
-refuses such a model before it changes anything.
+`supports` says why, and the pass lists it, and the held bytes show it.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from archscope.errors import InputError
-from archscope.estimate.formats import WeightFormat, weight_format
-from archscope.estimate.tensors import Tensor, weight_tensors
 
 GROUP = 128  # int4-g128's group along the inputs (storage.INT4_G128.block)
 
@@ -57,18 +46,19 @@ class QuantizedLinear(nn.Module):
         self.register_buffer("bias", None if bias is None else bias.detach().clone())
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, fmt: str | WeightFormat) -> "QuantizedLinear":
-        """A quantized copy of `linear` (on its device, its dtype for scales and activations)."""
-        return _kernel_class(fmt)(linear.weight.detach(), linear.bias)
+    def from_linear(cls, linear: nn.Linear, kernel: str) -> "QuantizedLinear":
+        """A copy of `linear` held by `kernel` (a KERNELS name), on its device, in its dtype
+        for scales and activations."""
+        return _kernel_class(kernel)(linear.weight.detach(), linear.bias)
 
     @classmethod
-    def random(cls, out_features: int, in_features: int, fmt: str | WeightFormat,
+    def random(cls, out_features: int, in_features: int, kernel: str,
                dtype: torch.dtype = torch.bfloat16, device="cpu",
                seed: int = 0) -> "QuantizedLinear":
         """A layer of random weights at a given shape: for timing one kernel (roofline probes)."""
         g = torch.Generator(device=device).manual_seed(seed)
         w = torch.randn(out_features, in_features, generator=g, device=device, dtype=dtype)
-        return _kernel_class(fmt)(w * in_features ** -0.5, None)
+        return _kernel_class(kernel)(w * in_features ** -0.5, None)
 
     @staticmethod
     def supports(out_features: int, in_features: int, device: torch.device) -> str | None:
@@ -164,110 +154,10 @@ class Int4Linear(QuantizedLinear):
 KERNELS: dict[str, type[QuantizedLinear]] = {c.format: c for c in (Int8Linear, Int4Linear)}
 
 
-def runnable_format(fmt: str | WeightFormat) -> WeightFormat:
-    """The format, if it has a kernel here; otherwise InputError naming the ones that run."""
-    fmt = weight_format(fmt)
-    if fmt.name not in KERNELS:
-        raise InputError(f"weight format {fmt.name!r} has no quantized kernel here; the formats "
-                         f"that run are {', '.join(KERNELS)} (int4 = int4-g128)")
-    return fmt
-
-
-def _kernel_class(fmt: str | WeightFormat) -> type[QuantizedLinear]:
-    return KERNELS[runnable_format(fmt).name]
-
-
-@dataclass
-class Quantization:
-    """What quantize_linears did to a model."""
-
-    format: str
-    quantized: list[str] = field(default_factory=list)  # module names now QuantizedLinear
-    left_16bit: dict[str, str] = field(default_factory=dict)  # module name -> why (kernel shape)
-
-    def as_dict(self) -> dict:
-        return {"format": self.format, "quantized_linears": len(self.quantized),
-                "left_16bit": dict(self.left_16bit)}
-
-
-def _layer_of(name: str) -> int | None:
-    parts = name.split(".")
-    return int(parts[1]) if parts[0] == "layers" and len(parts) > 2 else None
-
-
-def linear_roles(model: nn.Module) -> dict[str, Tensor | str]:
-    """Each nn.Linear's tensor in the estimate (same layer, same module name); a linear it does
-    not name gets the role of the named linears beside it (a string), or KeyError."""
-    tensors = {(t.layer, t.kind): t for t in weight_tensors(model.spec) if t.rows > 1}
-    embedding = [m.weight for m in model.modules() if isinstance(m, nn.Embedding)]
-    linears = {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear)}
-    out: dict[str, Tensor | str] = {}
-    beside: dict[str, set[str]] = {}
-    for name, m in linears.items():
-        if any(m.weight is e for e in embedding):  # a tied lm_head is the embedding
-            out[name] = "embedding"
-            continue
-        t = tensors.get((_layer_of(name), name.rsplit(".", 1)[-1]))
-        if t is not None and (t.rows, t.cols) == tuple(m.weight.shape):
-            out[name] = t
-            beside.setdefault(name.rpartition(".")[0], set()).add(t.role)
-    for name in linears.keys() - out.keys():
-        roles = beside.get(name.rpartition(".")[0], set())
-        if len(roles) != 1:
-            raise KeyError(f"cannot tell the role of linear {name!r} (the weight estimate "
-                           f"names no such tensor, and its neighbours have roles {roles or '{}'})")
-        out[name] = roles.pop()
-    return out
-
-
-def _check_covered(model: nn.Module, fmt: WeightFormat, chosen: dict[str, nn.Linear]) -> None:
-    """The format's quantized weights, role by role, must all be linears chosen here."""
-    want: dict[str, int] = {}
-    for t in weight_tensors(model.spec):
-        if fmt.quantizes(t):
-            want[t.role] = want.get(t.role, 0) + t.elements * t.copies
-    have: dict[str, int] = {}
-    for name, role in chosen.items():
-        have[role] = have.get(role, 0) + model.get_submodule(name).weight.numel()
-    missing = {r: n - have.get(r, 0) for r, n in want.items() if n != have.get(r, 0)}
-    if missing:
-        what = ", ".join(f"{r} ({n:,} weights)" for r, n in missing.items())
-        raise InputError(f"{model.spec.name}: weight format {fmt.name} quantizes {what} that are "
-                         f"not linear layers in the built model (routed experts are stored as "
-                         f"3-D tensors); quantized execution covers nn.Linear layers only")
-
-
-def linears_to_quantize(model: nn.Module, fmt: str | WeightFormat) -> dict[str, str]:
-    """{module name: role} of the linears `fmt` quantizes; InputError when the format
-    quantizes weights that are not linears (works on the meta device: a check before a build)."""
-    fmt = runnable_format(fmt)
-    chosen = {}
-    for name, t in linear_roles(model).items():
-        if isinstance(t, str):  # a fused linear: ask the format as for the tensors it holds
-            t = Tensor(name, t, *model.get_submodule(name).weight.shape)
-        if fmt.quantizes(t):
-            chosen[name] = t.role
-    _check_covered(model, fmt, chosen)
-    return chosen
-
-
-def quantize_linears(model: nn.Module, fmt: str | WeightFormat) -> Quantization:
-    """Replace, in place, every nn.Linear of `model` (a DecoderLM) that `fmt` quantizes by a
-    QuantizedLinear of the same weights; see the module doc for what stays in 16 bits."""
-    fmt = runnable_format(fmt)
-    kernel = KERNELS[fmt.name]
-    chosen = linears_to_quantize(model, fmt)  # every check before anything changes
-    report = Quantization(fmt.name)
-    for name in chosen:
-        linear = model.get_submodule(name)
-        why = kernel.supports(linear.out_features, linear.in_features, linear.weight.device)
-        if why:
-            report.left_16bit[name] = why
-            continue
-        parent, _, child = name.rpartition(".")
-        setattr(model.get_submodule(parent), child, kernel.from_linear(linear, fmt))
-        report.quantized.append(name)
-    return report
+def _kernel_class(kernel: str) -> type[QuantizedLinear]:
+    if kernel not in KERNELS:
+        raise InputError(f"no quantized kernel {kernel!r}; the kernels are {', '.join(KERNELS)}")
+    return KERNELS[kernel]
 
 
 def held_weight_bytes(model: nn.Module) -> int:

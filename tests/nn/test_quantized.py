@@ -12,15 +12,15 @@ from archscope.errors import InputError
 from archscope.estimate.formats import weight_format, weights_in_format
 from archscope.estimate.tensors import weight_tensors
 from archscope.nn import build_model
-from archscope.nn.quantized import (GROUP, QuantizedLinear, held_weight_bytes, linear_roles,
-                                    quantize_linears)
+from archscope.measure.quantize import linear_roles, quantize_linears
+from archscope.nn.quantized import GROUP, QuantizedLinear, held_weight_bytes
 from parity import tiny_spec
 
 # Relative RMS error of y = x W^T from rounding W alone. A Gaussian row spans about +-3.5
 # sigma: int8's step is 7 sigma / 254 and int4's 5-6 sigma / 15 per group of 128 (the range
 # holds 0), and a rounding error is uniform over a step (rms = step / sqrt(12)): about 0.008
 # and 0.11 of the output's rms. The bounds leave room for that spread and bf16 rounding.
-REL_RMS = {"int8": 0.02, "int4": 0.2}
+REL_RMS = {"int8": 0.02, "int4-g128": 0.2}
 
 
 def _rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -29,7 +29,7 @@ def _rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a - b) / b.pow(2).mean(-1, keepdim=True).sqrt()).pow(2).mean().sqrt().item()
 
 
-@pytest.mark.parametrize("fmt", ["int8", "int4"])
+@pytest.mark.parametrize("fmt", ["int8", "int4-g128"])  # the kernels' names
 @pytest.mark.parametrize("in_features", [256, 96 + 128])  # 224: int4 pads to two groups
 def test_a_quantized_linear_is_within_one_rounding_step(fmt, in_features):
     """Rows and groups of inputs 100x apart in scale: a scale applied to the wrong row or
@@ -60,7 +60,7 @@ def _spec(**changes):
     return tiny_spec(**{"d_model": 128, "ffn": dict(kind="swiglu", d_ff=224), **changes})
 
 
-@pytest.mark.parametrize("fmt", ["int8", "int4"])
+@pytest.mark.parametrize("fmt", ["int8", "int4-g128"])
 def test_a_quantized_model_stays_close_to_bf16(fmt):
     model = build_model(_spec(), "cpu", torch.bfloat16, seed=0)
     ids = torch.randint(0, 97, (2, 12), generator=torch.Generator().manual_seed(1))
