@@ -62,13 +62,15 @@ def profile_sharded(spec, *, tp, ep, device, dtype, batch, prompt_len, new_token
     from archscope.measure.timing import to_torch_dtype
 
     check_supported(spec, tp, ep)
-    if weights:  # not yet: each rank would read its slices of the safetensors files
-        raise InputError("--weights with --tp/--ep is not supported yet: the sharded run is "
-                         "random-init; profile the checkpoint without --tp, or drop --weights")
+    if weights:  # every check that reads no tensor data, before any process starts
+        from archscope.weights.loader import open_checkpoint
+
+        open_checkpoint(weights, spec, to_torch_dtype(dtype))
     kind = resolve_device(device).type
     if kind == "cuda" and torch.cuda.device_count() < tp:
         raise InputError(f"--tp {tp} needs {tp} GPUs; {torch.cuda.device_count()} are visible")
-    job = Job(spec, tp, ep, kind, to_torch_dtype(dtype), batch, prompt_len, new_tokens, seed)
+    job = Job(spec, tp, ep, kind, to_torch_dtype(dtype), batch, prompt_len, new_tokens, seed,
+              weights and str(weights))
     try:
         ranks = launch(run_rank, tp, job)
     except RankFailed as failed:
@@ -82,11 +84,14 @@ def profile_sharded(spec, *, tp, ep, device, dtype, batch, prompt_len, new_token
         click.echo(f"prefill {record['prefill_ms']:.1f} ms (slowest rank), decode "
                    f"{record['decode_tokens_per_s']} tokens/s; peak memory per rank "
                    f"{max(r['peak_memory_bytes'] or 0 for r in ranks) / 2**20:,.0f} MiB")
+        if weights:
+            click.echo("checkpoint bytes read per rank: " + ", ".join(
+                f"{r['checkpoint_bytes_read']:,}" for r in ranks))
 
 
 def _record(spec, overrides, job, weights, ranks) -> dict:
     keys = ("weights_bytes", "weights_bytes_planned", "kv_cache_bytes", "kv_cache_bytes_planned",
-            "peak_memory_bytes")
+            "peak_memory_bytes", "checkpoint_bytes_read")
     agree = all(r[k] == r[f"{k}_planned"] for r in ranks
                 for k in ("params", "weights_bytes", "collective_bytes_per_step"))
     decode = [r["decode_tokens_per_s"] for r in ranks if r["decode_tokens_per_s"]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
+from torch.distributed.tensor import DTensor
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
 
@@ -65,3 +66,45 @@ def check_ranks(cases: list[tuple[ModelSpec, int, int]]) -> list[dict]:
         return [check_rank(spec, tp, ep) for spec, tp, ep in cases]
     finally:
         dist.destroy_process_group()
+
+
+def check_checkpoint_rank(folder: str, tp: int, ep: int, batch: int = 2, prompt_len: int = 5,
+                          steps: int = 3) -> dict:
+    """The whole model as weights.load_checkpoint reads it from `folder` against this rank's
+    shards as a `profile --tp --weights` rank reads them (fp32 on CPU): max |sharded - whole|
+    over every logit, the bytes this rank read, and the bytes of its state (parameters and
+    persistent buffers such as a routing bias)."""
+    from archscope.distributed.worker import Job, sharded_model
+    from archscope.weights import load_checkpoint
+
+    model, spec = load_checkpoint(folder, progress=False)
+    check_supported(spec, tp, ep)
+    ids = torch.randint(0, spec.vocab_size, (batch, prompt_len),
+                        generator=torch.Generator().manual_seed(0))
+    whole, _ = _run(model, ids, steps)
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    job = Job(spec, tp, ep, "cpu", torch.float32, weights=folder)
+    sharded_m, bytes_read = sharded_model(job, mesh, torch.device("cpu"))
+    sharded, _ = _run(sharded_m, ids, steps)
+    return {"folder": folder, "rank": dist.get_rank(), "checkpoint_bytes_read": bytes_read,
+            "state_bytes": _state_bytes(sharded_m),
+            "max_abs_logit_diff": (sharded - whole).abs().max().item()}
+
+
+@record
+def check_checkpoint_ranks(cases: list[tuple[str, int, int]]) -> list[dict]:
+    """The launcher's entrypoint: `check_checkpoint_rank` for each (folder, tp, ep)."""
+    dist.init_process_group("gloo")
+    try:
+        return [check_checkpoint_rank(folder, tp, ep) for folder, tp, ep in cases]
+    finally:
+        dist.destroy_process_group()
+
+
+def _state_bytes(model) -> int:
+    """Bytes of this rank's part of every tensor in the state dict, tied ones once."""
+    unique = {}
+    for t in model.state_dict().values():
+        local = t.to_local() if isinstance(t, DTensor) else t
+        unique[local.data_ptr()] = local.numel() * local.element_size()
+    return sum(unique.values())

@@ -14,6 +14,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
 
+from archscope.distributed.checkpoint import load_shards
 from archscope.distributed.rank import compare_step, decode_step_collectives, held, planned
 from archscope.distributed.styles import shard_model
 from archscope.estimate.kv_cache import kv_cache
@@ -36,6 +37,7 @@ class Job:
     prompt_len: int = 16
     new_tokens: int = 8
     seed: int = 0
+    weights: str | None = None  # an HF checkpoint folder; None: random-init from `seed`
     die_on_rank: int | None = None  # tests: this rank exits abruptly once its model is built
 
 
@@ -48,14 +50,17 @@ def _device(job: Job) -> torch.device:
 
 
 def sharded_model(job: Job, mesh, device: torch.device):
-    """This rank's shards, allocated on `device` only: built on meta, sharded, then filled."""
+    """(this rank's shards, allocated on `device` only: built on meta, sharded, then filled
+    from the checkpoint or the seed; the checkpoint bytes this rank read)."""
     model = shard_model(build_model(job.spec, "meta", job.dtype), mesh)
     model = model.to_empty(device=device)
     model.tie_weights()
     for buffer in model.buffers():  # DeepSeek-V3's routing bias, zeros as the module makes it
         buffer.zero_()  # (to_empty leaves it unset); a checkpoint then sets it
-    init_weights(model, job.seed)  # random-init (a checkpoint is refused before the launch)
-    return model.eval()
+    if job.weights is None:
+        init_weights(model, job.seed)
+        return model.eval(), 0
+    return model.eval(), load_shards(model, job.weights, job.spec, job.dtype)
 
 
 @record  # an exception's message reaches the launcher's error (launch.RankFailed)
@@ -87,7 +92,7 @@ def _profile(job: Job, device: torch.device) -> dict:
     mesh = init_device_mesh(device.type, (world,))
     peak = PeakMemory(device)
     peak.start()
-    model = sharded_model(job, mesh, device)
+    model, bytes_read = sharded_model(job, mesh, device)
     if job.die_on_rank == rank:
         os._exit(3)  # as a crashed process would: no exception, no cleanup
     params, weight_bytes = held(model)
@@ -119,6 +124,7 @@ def _profile(job: Job, device: torch.device) -> dict:
         {torch.float32: "fp32", torch.float16: "fp16"}.get(job.dtype, "bf16")))
     return {"rank": rank, "params": params, "params_planned": plan.params_per_gpu,
             "weights_bytes": weight_bytes, "weights_bytes_planned": plan.weights_bytes_per_gpu,
+            "checkpoint_bytes_read": bytes_read,
             "kv_cache_bytes": cache_bytes, "kv_cache_bytes_planned": planned_cache,
             **compare_step(job.spec, plan, measured, job.batch, job.tp),
             "peak_memory_bytes": peak.peak_bytes(), "peak_memory_method": peak.method,

@@ -48,6 +48,7 @@ class Piece:
     expert: int
     half: int
     halves: int
+    info: TensorInfo  # the piece's own shape, dtype and file
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def merged_view(ckpt: CheckpointFiles, model_type: str) -> CheckpointFiles:
         if hit is not None:
             m, dst, half, n = hit
             target = dst.replace("{i}", m["i"])
-            pieces.setdefault(target, []).append(Piece(name, int(m["j"]), half, n))
+            pieces.setdefault(target, []).append(Piece(name, int(m["j"]), half, n, info))
             continue
         rename = next((dst.replace("{i}", m["i"]) for rx, dst in renames if (m := rx.match(name))),
                       None)

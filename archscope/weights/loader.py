@@ -12,6 +12,7 @@ progress bar (stderr, on a terminal only) counts the tensors read.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -45,6 +46,37 @@ def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
     where each layer runs (see `placement.new_cache`). `progress`: a bar on stderr while the
     tensors are read (shown only when stderr is a terminal).
     """
+    opened = open_checkpoint(folder, spec, dtype, allow_pickle)
+    spec, table, ckpt, model, skip = (opened.spec, opened.table, opened.ckpt, opened.model,
+                                      opened.skip)
+    placement = plan(model, device, device_map, max_memory, remedies=("dtype", "device_map"))
+    _read_into(model, table, ckpt, skip, placement, dtype, progress)
+    model.tie_weights()
+    left = [name for name, p in [*model.named_parameters(), *model.named_buffers()] if p.is_meta]
+    if left:  # check_tensors makes this unreachable; a silent meta weight would be far worse
+        raise CheckpointError(f"{folder}: no weights were read for {', '.join(left[:5])}")
+    model = dispatch(model, placement)
+    model.placement = placement
+    return model, spec
+
+
+@dataclass(frozen=True)
+class OpenCheckpoint:
+    """A checkpoint checked against its model, before any weight is read."""
+
+    spec: ModelSpec
+    table: tuple  # the weight-name table (mapping.table_for)
+    ckpt: CheckpointFiles  # per-expert and MXFP4 tensors shown as the fused ones they make
+    model: DecoderLM  # built on meta
+    skip: set[str]  # checkpoint names not to read (tied copies of the embedding)
+
+
+def open_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
+                    dtype: torch.dtype = torch.float32, allow_pickle: bool = False
+                    ) -> OpenCheckpoint:
+    """Every check that reads no tensor data: the folder, `spec` against its config.json (or
+    the config's own spec), and each tensor's name and shape from the file headers
+    (CheckpointError / InputError naming what is wrong)."""
     check_folder(folder)
     found = folder_spec(folder)
     if spec is not None:
@@ -55,16 +87,7 @@ def load_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
     ckpt = without_vision(ckpt, model_type(folder))
     ckpt = experts.merged_view(ckpt, model_type(folder))
     model = build_model(spec, "meta", dtype)
-    skip = check_tensors(table, model, ckpt)
-    placement = plan(model, device, device_map, max_memory, remedies=("dtype", "device_map"))
-    _read_into(model, table, ckpt, skip, placement, dtype, progress)
-    model.tie_weights()
-    left = [name for name, p in [*model.named_parameters(), *model.named_buffers()] if p.is_meta]
-    if left:  # check_tensors makes this unreachable; a silent meta weight would be far worse
-        raise CheckpointError(f"{folder}: no weights were read for {', '.join(left[:5])}")
-    model = dispatch(model, placement)
-    model.placement = placement
-    return model, spec
+    return OpenCheckpoint(spec, table, ckpt, model, check_tensors(table, model, ckpt))
 
 
 def check_folder(folder: str | Path) -> Path:

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
 from archscope.errors import CheckpointError
+from archscope.weights.layouts import LAYOUTS
 from archscope.weights.mapping_granitemoehybrid import bamba, granitemoehybrid
 from archscope.weights.mapping_nemotron_h import NEMOTRON_H_ROWS
 from archscope.weights.mapping_qwen3_next import QWEN3_NEXT_ROWS
@@ -146,30 +148,6 @@ _SHARED = tuple(r for r in DEEPSEEK_V3 if ".mlp.shared_experts." in r.hf or ".ml
 GLM4_MOE = QWEN3 + MOE + tuple(r for r in _SHARED if r not in MOE)
 
 
-def _deinterleave(t: torch.Tensor) -> torch.Tensor:
-    """[..., 2f] with gate and up alternating (gate at even positions) -> [..., 2f] gate first."""
-    return torch.cat((t[..., 0::2], t[..., 1::2]), dim=-1)
-
-
-def _interleave(t: torch.Tensor) -> torch.Tensor:
-    """The inverse: [..., 2f] gate first -> gate and up alternating."""
-    gate, up = t.chunk(2, dim=-1)
-    return torch.stack((gate, up), dim=-1).flatten(-2)
-
-
-def _swap(t: torch.Tensor) -> torch.Tensor:
-    return t.transpose(-1, -2)
-
-
-# layout: (HF -> ours, ours -> HF). gpt-oss's GptOssExperts multiplies x @ W, so its expert
-# weights are ours transposed ([E, d, 2f] and [E, f, d]), and its gate_up_proj (and its bias)
-# alternate gate and up columns where ours has gate rows then up rows.
-LAYOUTS = {
-    "interleaved_gate_up": (lambda t: _swap(_deinterleave(t)), lambda t: _interleave(_swap(t))),
-    "interleaved": (_deinterleave, _interleave),
-    "transposed": (_swap, _swap),
-}
-
 # gpt-oss = Llama attention (biased, plus self_attn.sinks) + a MoE under `mlp` with a biased
 # `router` and biased experts in GptOssExperts' layout.
 _OSS = "model.layers.{i}.mlp"
@@ -250,24 +228,36 @@ def _transposed(t: torch.Tensor, rule: Rule, to_hf: bool = False) -> torch.Tenso
     return t.t() if rule.conv1d and t.dim() == 2 else t
 
 
+def route(table, name: str, our_shapes: dict) -> tuple[Rule, list[str]] | None:
+    """The rule that maps HF tensor `name` and our names it fills (None: no rule matches)."""
+    found = [(rule, m) for rule in table if (m := _regex(rule).match(name))]
+    if not found:
+        return None
+    # a tensor two layouts name alike (Granite 4.0's shared_mlp: a MoE's shared expert or the
+    # dense MLP) has a rule each: the first whose targets the model has wins
+    rule, m = next(((r, m) for r, m in found
+                    if all(_fill(p, m) in our_shapes for p in r.ours)), found[0])
+    return rule, [_fill(p, m) for p in rule.ours]
+
+
+@lru_cache(maxsize=None)
+def _regex(rule: Rule) -> re.Pattern:
+    return rule.regex()
+
+
 def hf_to_ours(table, hf_tensors: dict, our_shapes: dict) -> tuple[dict, list[str]]:
     """Rename (and split/transpose) HF tensors into our names.
 
     Returns (our tensors, HF names no rule matched). `our_shapes` sizes the splits of fused
     tensors; shape and presence checks are the loader's job.
     """
-    compiled = [(rule, rule.regex()) for rule in table]
     ours, unmatched = {}, []
     for name, tensor in hf_tensors.items():
-        # a tensor two layouts name alike (Granite 4.0's shared_mlp: a MoE's shared expert or
-        # the dense MLP) has a rule each: the first whose targets the model has wins
-        found = [(rule, m) for rule, rx in compiled if (m := rx.match(name))]
-        if not found:
+        routed = route(table, name, our_shapes)
+        if routed is None:
             unmatched.append(name)
             continue
-        rule, m = next(((r, m) for r, m in found
-                        if all(_fill(p, m) in our_shapes for p in r.ours)), found[0])
-        targets = [_fill(p, m) for p in rule.ours]
+        rule, targets = routed
         tensor = _transposed(tensor, rule)
         if len(targets) == 1:
             ours[targets[0]] = tensor
