@@ -31,6 +31,7 @@ def hf_twin(model: DecoderLM, attn_implementation: str = "sdpa"):
     import transformers
     from accelerate import init_empty_weights
 
+    from archscope.nn.fuse import unfused_state_dict
     from archscope.spec.hf import spec_to_hf_config
     from archscope.weights import ours_to_hf, table_for
 
@@ -46,7 +47,8 @@ def hf_twin(model: DecoderLM, attn_implementation: str = "sdpa"):
                 raise
             hf = transformers.AutoModelForCausalLM.from_config(
                 config, attn_implementation="eager", dtype=ref.dtype)
-    tensors = ours_to_hf(table_for(config_dict["model_type"]), model.state_dict())
+    # checkpoint names: a model fused for fast decoding (archscope.nn.fuse) is split back
+    tensors = ours_to_hf(table_for(config_dict["model_type"]), unfused_state_dict(model))
     result = hf.load_state_dict(tensors, strict=False, assign=True)
     if result.missing_keys or result.unexpected_keys:
         raise InputError(f"cannot load archscope's weights into transformers' "
