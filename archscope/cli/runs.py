@@ -51,9 +51,10 @@ def _run_dtype(dtype, device: str, weight_format) -> str:
               show_default=True, help="transformers' cache for --compare-hf.")
 @click.option("--repeats", type=int, default=3, show_default=True)
 @click.option("--warmup", type=int, default=1, show_default=True)
-@click.option("--compile", "compile_", is_flag=True,
-              help="torch.compile the decode step (on CUDA also captured as a CUDA graph); "
-                   "the eager step is run too, as a check.")
+@click.option("--compile/--no-compile", "compile_", default=None,
+              help="torch.compile the decode step, q/k/v and gate/up fused (on CUDA also "
+                   "captured as a CUDA graph); the eager step is run too, as a check "
+                   "[default: on for CUDA without --weight-format, off for the CPU].")
 @click.option("--breakdown/--no-breakdown", default=None,
               help="Per-module and per-operator time of a decode step (torch.profiler) "
                    "[default: on for text (table), off for json].")

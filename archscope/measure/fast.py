@@ -6,16 +6,32 @@ cache length on the device (KVCache.keep_length_on_device) makes every step iden
 each layer writes its slot and attends over all slots with a mask (-1 = empty). Such a step
 can be compiled once (torch.compile fuses the small elementwise kernels) and, on CUDA,
 captured once as a CUDA graph and replayed, which removes the per-kernel launch cost that
-dominates small-batch decoding. Same arithmetic, so greedy tokens match the eager path.
+dominates small-batch decoding. Before compiling, q/k/v and gate/up are fused into one
+matmul each (archscope.nn.fuse). Same arithmetic up to rounding, so greedy tokens match the
+eager path (tests/measure/test_compiled_decode.py on the CPU).
 """
 
 from __future__ import annotations
 
 import torch
 
-from archscope.measure.generate import Step
+from archscope.measure.generate import Step, eager_step
 from archscope.nn.cache import KVCache
+from archscope.nn.fuse import fuse_projections
 from archscope.nn.model import DecoderLM
+
+
+def decode_step(model: DecoderLM, compiled: bool, device: torch.device) -> tuple[Step, str]:
+    """(the decode step, what it is): eager, or q/k/v and gate/up fused (archscope.nn.fuse:
+    one matmul each) and compiled, on CUDA also captured as a CUDA graph. MoE layers take
+    their fixed-shape routing paths there (archscope.nn.moe)."""
+    if not compiled:
+        return eager_step(model), "eager"
+    fused = fuse_projections(model)
+    what = f"{fused} fused projections" if fused else "nothing to fuse"
+    if device.type == "cuda":
+        return CUDAGraphStep(model, compile=True), f"torch.compile + CUDA graph ({what})"
+    return compiled_step(model), f"torch.compile ({what})"
 
 
 def device_position_step(model: DecoderLM) -> Step:

@@ -24,7 +24,7 @@ class ProfileOptions:
     warmup: int = 1  # at least 1: it also holds the peak-memory measurement and graph capture
     compare_hf: bool = False
     hf_cache: str = "dynamic"  # transformers' cache_implementation: dynamic or static
-    compile: bool = False
+    compile: bool | None = None  # None: compiled on CUDA (no --weight-format), eager on CPU
     breakdown: bool = False
     hardware: str = "auto"  # auto, local, or a preset name (h200, h100, a100)
     seed: int = 0
@@ -98,3 +98,12 @@ def check_fits(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> dict
             f"{'a 16-bit dtype, ' if o.dtype == 'fp32' else ''}or fewer layers (the override "
             f"n_layers=2).")
     return need
+
+
+def compiles(o: ProfileOptions, device) -> bool:
+    """Whether the run's decode step is compiled: as asked, else by default on CUDA (where the
+    eager step's kernel launches, not the weights, set the pace at batch 1) and not on the
+    CPU (where compiling costs tens of seconds and gains little over the matmuls)."""
+    if o.compile is not None:
+        return o.compile
+    return device.type == "cuda" and not o.weight_format

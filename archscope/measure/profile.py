@@ -28,8 +28,9 @@ import torch
 
 from archscope.estimate import model_record
 from archscope.measure import limits, predicted, reference, roofline, timed
+from archscope.measure.fast import decode_step
 from archscope.measure.generate import Step, decode, eager_step, greedy, prefill
-from archscope.measure.preflight import (ProfileOptions, check_fits, check_options,
+from archscope.measure.preflight import (ProfileOptions, check_fits, check_options, compiles,
                                          resolve_device)
 from archscope.measure.quantized import decode_weight_bytes, quantize_for_run
 from archscope.measure.resources import PeakMemory
@@ -73,15 +74,16 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
     check_options(spec, o)
     device = resolve_device(o.device)
     needed = check_fits(spec, o, device)  # before anything is allocated
+    compiled = compiles(o, device)
     local = roofline.calibrate(device.type, o.dtype)  # the ceiling: fastest streaming read
     hardware = predicted.roofline_hardware(spec, o, device)
     tick("calibrated")
 
     peak = PeakMemory(device)
     peak.start()
-    run = _prepare(spec, o, device, tick)
+    run = _prepare(spec, o, device, compiled, tick)
     peak_bytes = peak.peak_bytes()  # the model, its cache and whole generations; nothing else
-    if o.compile:
+    if compiled:
         peak.method += "; includes what torch.compile itself allocated while compiling"
     hf, hf_tokens = _prepare_hf(run, o, tick) if o.compare_hf else (None, None)
     ours, theirs = _repeats(run, hf, o, tick)
@@ -111,7 +113,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
         errors += hf_errors
         record.update(_hf_fields(run, hf, hf_tokens, (ours_pre, ours_dec),
                                  (theirs_pre, theirs_dec), o))
-    if o.compile and not run.step_kind.startswith("eager"):
+    if compiled:
         record.update(_eager_check(run, o, wall, errors, tick))
     if run.quantization:
         record.update(run.quantization)
@@ -123,12 +125,13 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
     return record
 
 
-def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, tick) -> Run:
+def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, compiled: bool,
+             tick) -> Run:
     """Build (or load) the model, its cache and prompt; run the warm-ups."""
     model, spec, weights = _model(spec, o, device, to_torch_dtype(o.dtype))
     generator = torch.Generator().manual_seed(o.seed)
     prompt = torch.randint(0, spec.vocab_size, (o.batch, o.prompt_len), generator=generator)
-    step, step_kind = _step(model, o, device)
+    step, step_kind = decode_step(model, compiled, device)
     quantization = quantize_for_run(model, o.weight_format, prompt.to(device)) \
         if o.weight_format else {}
     run = Run(model, spec, weights, model.new_cache(o.batch, o.context), prompt.to(device),
@@ -255,18 +258,6 @@ def _pair_ratios(numerators: list, denominators: list) -> Stats | None:
     """numerator / denominator of each repeat whose two values both stand."""
     return _stats([a / b for a, b in zip(numerators, denominators)
                    if a is not None and b is not None])
-
-
-def _step(model, o: ProfileOptions, device: torch.device):
-    if not o.compile:
-        return eager_step(model), "eager"
-    if model.spec.moe:  # routing decides shapes from the data: nothing fixed to capture
-        return eager_step(model), "eager (--compile skipped: MoE routing has data-dependent shapes)"
-    from archscope.measure import fast
-
-    if device.type == "cuda":
-        return fast.CUDAGraphStep(model, compile=True), "torch.compile + CUDA graph"
-    return fast.compiled_step(model), "torch.compile"
 
 
 def _eager_check(run: Run, o: ProfileOptions, wall: limits.BandwidthWall, errors: list,
