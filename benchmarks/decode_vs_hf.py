@@ -23,6 +23,8 @@ llama-3.2-1b with random weights, which takes hours on 2 cores: pick a subset wi
 
     python benchmarks/decode_vs_hf.py --cases 'decode:b1:p1024:fp32' --layers 4 --runs 3
     python benchmarks/decode_vs_hf.py --cases 'decode:b1:*:fp32,prefill:*:fp32' --runs 5
+    python benchmarks/decode_vs_hf.py --device cuda --step compile --cases 'decode:*:bf16' \
+        --json reports/data/benchmarks/decode_vs_hf_cuda.json     # on a GPU; dry run: --device cpu
 """
 
 from __future__ import annotations
@@ -32,12 +34,12 @@ import fnmatch
 import json
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from archscope.measure import limits, roofline
-from archscope.measure.fast import CUDAGraphStep, compiled_step
-from archscope.measure.generate import eager_step
+from archscope.measure.fast import decode_step
 from archscope.measure.profile import hf_timed_generation, timed_generation
 from archscope.measure.reference import HFStepper, hf_twin
 from archscope.measure.timing import to_torch_dtype
@@ -77,8 +79,9 @@ def parse() -> argparse.Namespace:
                    help="tokens per decode run (timed: all after the first)")
     p.add_argument("--runs", type=int, default=3, help="interleaved pairs per case")
     p.add_argument("--hf-cache", default="dynamic", choices=["dynamic", "static"])
-    p.add_argument("--step", default="eager", choices=["eager", "compile", "cuda-graph"],
-                   help="archscope's decode step (cuda-graph: compiled and captured, CUDA only)")
+    p.add_argument("--step", default="eager", choices=["eager", "compile"],
+                   help="archscope's decode step (compile: fused and compiled, as profile "
+                        "--compile runs it; on CUDA also captured as a CUDA graph)")
     p.add_argument("--json", default=None, help="also write the results to this file")
     a = p.parse_args()
     if a.runs < 1 or a.new_tokens < 2:
@@ -95,12 +98,10 @@ def parse() -> argparse.Namespace:
     return a
 
 
-def make_step(model, kind: str):
-    if kind == "compile":
-        return compiled_step(model)
-    if kind == "cuda-graph":
-        return CUDAGraphStep(model, compile=True)
-    return eager_step(model)
+def make_step(model, kind: str, device: torch.device):
+    """eager, or what `profile --compile` runs on this device (fast.decode_step: q/k/v and
+    gate/up fused, compiled; on CUDA captured as a CUDA graph)."""
+    return decode_step(model, kind == "compile", device)[0]
 
 
 def spread(values: list[float]) -> str:
@@ -116,7 +117,7 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
                            generator=torch.Generator().manual_seed(0)).to(device)
     cache = model.new_cache(case.batch, case.prompt + new_tokens)
     stepper = HFStepper(hf, case.prompt + new_tokens, a.hf_cache)
-    step = make_step(model, a.step)
+    step = make_step(model, a.step, device)
     wall = limits.wall_for(spec, local, case.prompt, new_tokens, case.batch, case.dtype)
     ours_tokens = timed_generation(model, step, prompt, cache, new_tokens)[0]  # warm-ups
     hf_tokens = hf_timed_generation(stepper, prompt, new_tokens)[0]
@@ -196,8 +197,11 @@ def main() -> None:
             print("\n".join(report(results[-1])), flush=True)
         del model, hf
     if a.json:
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
         with open(a.json, "w") as f:
             json.dump({"model": spec.name, "overrides": a.overrides, "runs": a.runs,
+                       "device": str(device), "gpu_name": gpu,
                        "new_tokens": a.new_tokens, "hf_cache": a.hf_cache, "step": a.step,
                        "threads": torch.get_num_threads(), "torch": torch.__version__,
                        "results": results}, f, indent=2)

@@ -1,0 +1,31 @@
+"""The decode benchmark users run on a GPU (`--device cuda --step compile`) runs end to end on
+the CPU as a dry run (`--device cpu`): a shrunken model, one case, one pair, the compiled step,
+its JSON written where asked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SHRINK = ["--set", "d_model=128", "--set", "attention.n_heads=4", "--set",
+          "attention.n_kv_heads=2", "--set", "attention.head_dim=32", "--set", "ffn.d_ff=256",
+          "--set", "vocab_size=512"]
+
+
+def test_the_cuda_decode_benchmark_dry_runs_on_the_cpu(tmp_path):
+    out = tmp_path / "sub" / "decode.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "decode_vs_hf.py"), "--device", "cpu",
+         "--step", "compile", "--layers", "1", *SHRINK, "--cases", "decode:b1:p128:fp32",
+         "--runs", "1", "--new-tokens", "3", "--json", str(out)],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(out.read_text())
+    assert (record["device"], record["step"], record["gpu_name"]) == ("cpu", "compile", None)
+    (case,) = record["results"]
+    assert case["case"] == "decode:b1:p128:fp32" and case["same_tokens"]
+    # the one timed run is a rate, or (a shared machine's hiccup) a measurement error naming it
+    assert case["archscope_tokens_per_s"] or any("archscope" in e for e in case["errors"])
