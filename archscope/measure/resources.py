@@ -6,11 +6,16 @@ allocator's cached blocks are not in it). CPU has no allocator statistics, so th
 process's resident set: its high-water mark (VmHWM) minus the resident set before the model
 was built. Linux lets a process reset its own high-water mark (writing 5 to
 /proc/self/clear_refs), so the mark belongs to the measured region; it counts every page
-touched, tensors and allocator slack alike, and pages freed earlier and reused stay uncounted.
+touched, tensors and allocator slack alike. Memory the process freed earlier but still holds
+(glibc keeps freed heap pages for reuse) would take the model without raising the mark, so
+`start` first collects garbage and hands free heap pages back to the system (malloc_trim).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 from pathlib import Path
 
 import torch
@@ -29,6 +34,17 @@ def _status_kib(key: str) -> int | None:
     return None
 
 
+def _release_free_memory() -> None:
+    """Free what Python no longer references and return glibc's free heap pages to the system
+    (a no-op where there is no glibc)."""
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class PeakMemory:
     """Call `start()` before allocating, `peak_bytes()` after; `method` says what was measured."""
 
@@ -44,6 +60,7 @@ class PeakMemory:
             self.baseline = torch.cuda.memory_allocated(self.device)
             self.method = "cuda max_memory_allocated minus allocated before the model was built"
             return
+        _release_free_memory()
         self.baseline = (_status_kib("VmRSS") or 0) * 1024
         try:
             CLEAR_REFS.write_text("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
