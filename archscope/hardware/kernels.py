@@ -150,6 +150,11 @@ def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = 
     return seconds * (rows / probe_rows) * (tokens / probe_tokens)
 
 
+def forget() -> None:
+    """Drop the per-process timings, so the next `measure` probes the kernels afresh."""
+    linear_seconds.cache_clear()
+
+
 def measure(workload: Workload, device: str = "cpu") -> Rates:
     """The workload's effective decode bandwidth and prefill FLOP/s (see the module doc)."""
     def seconds(m: Linear) -> float:

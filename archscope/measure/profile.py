@@ -94,6 +94,8 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
     ours_pre, ours_dec, errors = limits.screen(ours, wall, "archscope")
 
     timings = _timings(ours_pre, ours_dec, o)
+    hardware = predicted.settle_kernels(run.spec, o, device, hardware, timings["prefill_ms"],
+                                        timings["decode_tokens_per_s"])
     record = {
         "model": run.spec.name, "overrides": list(o.overrides),  # the --set what-ifs, as given
         "device": str(device), "dtype": o.dtype, "weights": run.weights,
