@@ -81,8 +81,8 @@ def _warm_up(model, ids: torch.Tensor, device: torch.device) -> None:
     """One short prefill and decode step on a scratch cache, untimed: the first calls pay for
     DTensor's sharding propagation and the backend's connections."""
     scratch = model.new_cache(ids.shape[0], 3)
-    model(ids[:, :2], scratch, last_only=True)
-    model(ids[:, :1], scratch, last_only=True)
+    model(ids[:, :2], scratch, last_only=True).argmax(-1)  # argmax: the all-gather completes
+    model(ids[:, :1], scratch, last_only=True).argmax(-1)
     sync(device)
 
 
@@ -103,17 +103,18 @@ def _profile(job: Job, device: torch.device) -> dict:
     _warm_up(model, ids, device)
     sync(device)
     began = time.perf_counter()
-    logits = model(ids, cache, last_only=True)
+    # the greedy token is taken inside each timed region: it waits for the logits' all-gather,
+    # which a functional collective leaves in flight after the forward returns
+    token = model(ids, cache, last_only=True).argmax(-1)
     sync(device)
     prefill_s = time.perf_counter() - began
-    token = logits.argmax(-1)
     measured, logits = decode_step_collectives(model, token, cache)  # the first decode step
+    token = logits.argmax(-1)
     steps = []
     for _ in range(job.new_tokens - 1):
-        token = logits.argmax(-1)
         sync(device)
         began = time.perf_counter()
-        logits = model(token, cache, last_only=True)
+        token = model(token, cache, last_only=True).argmax(-1)
         sync(device)
         steps.append(time.perf_counter() - began)
     decode_s = sum(steps) / len(steps) if steps else None
