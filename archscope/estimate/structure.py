@@ -145,15 +145,8 @@ def layer_module_rows(spec: ModelSpec) -> dict[tuple[int, ...], list[dict]]:
 
 def distinct_layers(spec: ModelSpec) -> list[tuple[LayerPlan, int]]:
     """The plan's layers that differ in their parts (mixer and FFN), each with how many layers
-    are like it: sums over layers become sums over these, a few instead of n_layers."""
-    counts: dict = {}
-    for layer in spec.plan:
-        key = (layer.attention, layer.state, layer.ffn)
-        if key in counts:
-            counts[key][1] += 1
-        else:
-            counts[key] = [layer, 1]
-    return [(layer, n) for layer, n in counts.values()]
+    are like it (ModelSpec.distinct_layers, computed once per spec)."""
+    return list(spec.distinct_layers)
 
 
 def embedding_parts(spec: ModelSpec) -> list[Part]:

@@ -192,6 +192,20 @@ class ModelSpec:
                       self.mixer if mixers[i] not in (ATTENTION, NONE) else None)
             for i in range(self.n_layers))
 
+    @cached_property
+    def distinct_layers(self) -> tuple[tuple[LayerPlan, int], ...]:
+        """The plan's layers that differ in their parts (mixer and FFN), each with how many
+        layers are like it, in plan order: sums over layers become sums over these. Cached:
+        every estimate asks, and comparing frozen parts layer by layer is not free."""
+        counts: dict = {}
+        for layer in self.plan:
+            key = (layer.attention, layer.state, layer.ffn)
+            if key in counts:
+                counts[key][1] += 1
+            else:
+                counts[key] = [layer, 1]
+        return tuple((layer, n) for layer, n in counts.values())
+
     def _check_mixer_word(self, word: str, key: str) -> None:
         allowed = [ATTENTION, NONE] + ([self.mixer.kind] if self.mixer is not None else [])
         if word not in allowed:
