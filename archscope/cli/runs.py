@@ -88,7 +88,8 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
       archscope profile llama-3.2-1b --set n_layers=2 --weight-format int4 --format json
 
     With --tp/--ep the model runs split over that many processes (torch.distributed: gloo on
-    cpu, NCCL on cuda), each rank's figures beside the analytic plan's.
+    cpu, NCCL on cuda), each rank's figures beside the analytic plan's; with --weights each
+    rank reads only its own slices of the safetensors files.
     """
     from archscope.spec import load_spec
     from archscope.writes import check_destination, write_file_atomic
