@@ -50,7 +50,10 @@ def _slice_plan(opened, params: dict) -> dict[str, tuple[str, int, int, int, boo
     shapes = {name: tuple(p.shape) for name, p in params.items()}
     out = {}
     for name in plain - opened.skip:
-        rule, targets = route(opened.table, name, shapes)
+        routed = route(opened.table, name, shapes)
+        if routed is None:  # check_tensors refuses such a file; read whole, it is named there
+            continue
+        rule, targets = routed
         dim = _shard_dim(params.get(targets[0])) if len(targets) == 1 else None
         if dim is None or rule.layout is not None:
             continue
@@ -67,7 +70,10 @@ def _expert_pieces(opened, params: dict) -> tuple[dict, set[str]]:
     shapes = {name: tuple(p.shape) for name, p in params.items()}
     out, covered = {}, set()
     for fused, pieces in getattr(opened.ckpt, "pieces", {}).items():
-        rule, targets = route(opened.table, fused, shapes)
+        routed = route(opened.table, fused, shapes)
+        if routed is None:
+            continue
+        rule, targets = routed
         if len(targets) != 1 or rule.layout is not None or _shard_dim(params[targets[0]]) != 0:
             continue
         first, stop = _local_range(params[targets[0]], 0)
@@ -109,9 +115,12 @@ def load_shards(model, folder: str | Path, spec, dtype: torch.dtype) -> int:
     sliced, read = _slice_plan(opened, params), 0
     pieces, assembled = _expert_pieces(opened, params)
 
+    filled: set[str] = set()
+
     def put(our_name: str, tensor: torch.Tensor) -> None:
         if our_name in aliases:
             return
+        filled.add(our_name)
         target = params[our_name]
         if isinstance(target, DTensor):
             target = target.to_local()
@@ -144,6 +153,7 @@ def load_shards(model, folder: str | Path, spec, dtype: torch.dtype) -> int:
                 else:
                     our_name, expert, rows, _ = pieces[name]
                     params[our_name].to_local()[expert, rows].copy_(part)
+                    filled.add(our_name)
     def counted(ckpt, file, names, device):  # the bytes as they come off the file
         nonlocal read
         for name, tensor in finite_reader(ckpt, file, names, device):
@@ -153,8 +163,14 @@ def load_shards(model, folder: str | Path, spec, dtype: torch.dtype) -> int:
     whole = set(opened.ckpt.tensors) - opened.skip - set(sliced) - assembled
     shapes = {name: tuple(p.shape) for name, p in params.items()}
     for _, name, tensor in experts.tensors(opened.ckpt, whole, torch.device("cpu"), counted):
-        ours, _ = hf_to_ours(opened.table, {name: tensor}, shapes)
+        ours, unmatched = hf_to_ours(opened.table, {name: tensor}, shapes)
+        if unmatched:  # check_tensors accepted it, so the table must map it
+            raise CheckpointError(f"{folder}: no mapping for tensor {name}")
         for our_name, part in ours.items():
             put(our_name, part)
+    # to_empty left every shard uninitialised: one the checkpoint did not fill would be garbage
+    left = set(model.state_dict()) - aliases - filled
+    if left:  # check_tensors makes this unreachable
+        raise CheckpointError(f"{folder}: no weights were read for {', '.join(sorted(left)[:5])}")
     model.tie_weights()
     return read
