@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from archscope.estimate.structure import Part, model_parts, mtp_parts
+from archscope.estimate.structure import (Part, distinct_layers, embedding_parts, head_parts,
+                                          layer_parts, mtp_parts)
 from archscope.spec import ModelSpec
 
 # Order of the breakdown groups, and the group each key belongs to (by prefix).
@@ -64,20 +65,24 @@ class ParamCount:
 
 
 def count_params(spec: ModelSpec) -> ParamCount:
-    """Total, active and embedding parameters of `spec`, with a per-component breakdown."""
-    parts = model_parts(spec)
+    """Total, active and embedding parameters of `spec`, with a per-component breakdown. Each
+    distinct layer is priced once and counted as many times as the plan holds it (the sums
+    are of integers: the same as adding layer by layer, in the same first-seen key order)."""
+    parts = [(p, 1) for p in embedding_parts(spec)]
+    parts += [(p, n) for layer, n in distinct_layers(spec) for p in layer_parts(spec, layer)]
+    parts += [(p, 1) for p in head_parts(spec)]
     return ParamCount(
-        total=sum(p.params * p.copies for p in parts),
-        active=sum(p.params * p.active for p in parts),
-        embedding=sum(p.params for p in parts if group_of(p.name) == "embedding"),
+        total=sum(p.params * p.copies * n for p, n in parts),
+        active=sum(p.params * p.active * n for p, n in parts),
+        embedding=sum(p.params * n for p, n in parts if group_of(p.name) == "embedding"),
         breakdown=_breakdown(parts),
         tied_head=spec.vocab_size * spec.d_model if spec.tie_embeddings else 0,
         mtp=spec.mtp_layers * sum(p.params * p.copies for p in mtp_parts(spec)))
 
 
-def _breakdown(parts: list[Part]) -> dict[str, int]:
+def _breakdown(parts: list[tuple[Part, int]]) -> dict[str, int]:
     totals: dict[str, int] = {}
-    for p in parts:
-        totals[p.name] = totals.get(p.name, 0) + p.params * p.copies
+    for p, n in parts:
+        totals[p.name] = totals.get(p.name, 0) + p.params * p.copies * n
     # Stable sort: keys keep their first-seen order inside each group.
     return dict(sorted(totals.items(), key=lambda kv: GROUPS.index(group_of(kv[0]))))
