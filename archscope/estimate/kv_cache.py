@@ -84,9 +84,18 @@ def _cache_bytes(spec: ModelSpec, seq_len: int, batch: int, dtype: str, per_toke
 
 def _per_layer(spec: ModelSpec, fn) -> tuple[int, ...]:
     """fn(attention) for each layer; 0 for a layer without attention (a state mixer's state
-    is per sequence: estimate/state.py)."""
-    return tuple(fn(layer.attention) if layer.attention is not None else 0
-                 for layer in spec.plan)
+    is per sequence: estimate/state.py). Layers sharing one attention spec ask once."""
+    seen: dict[int, int] = {}
+    out = []
+    for layer in spec.plan:
+        attn = layer.attention
+        if attn is None:
+            out.append(0)
+            continue
+        if id(attn) not in seen:
+            seen[id(attn)] = fn(attn)
+        out.append(seen[id(attn)])
+    return tuple(out)
 
 
 def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16") -> KVCache:
@@ -95,15 +104,17 @@ def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16")
     held = _per_layer(spec, lambda a: tokens_held(a, seq_len))
     elements = _per_layer(spec, kv_elements_per_token)
     mha = _per_layer(spec, mha_elements_per_token)
+    decompressed = _per_layer(spec, decompressed_elements_per_token)
+
+    def whole(per_token: tuple[int, ...]) -> int:  # as _cache_bytes: one sum, then bytes
+        return nbytes(batch * sum(t * e for t, e in zip(held, per_token)), dtype)
+
     return KVCache(
         seq_len=seq_len, batch=batch, dtype=dtype,
         elements_per_token=elements, tokens_held=held,
         bytes_per_layer=tuple(nbytes(batch * t * e, dtype) for t, e in zip(held, elements)),
         mha_bytes_per_layer=tuple(nbytes(batch * t * e, dtype) for t, e in zip(held, mha)),
-        bytes=_cache_bytes(spec, seq_len, batch, dtype, kv_elements_per_token),
-        decompressed_bytes=_cache_bytes(spec, seq_len, batch, dtype,
-                                        decompressed_elements_per_token),
-        mha_bytes=_cache_bytes(spec, seq_len, batch, dtype, mha_elements_per_token))
+        bytes=whole(elements), decompressed_bytes=whole(decompressed), mha_bytes=whole(mha))
 
 
 def kv_cache_bytes(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16") -> int:
