@@ -21,7 +21,7 @@ from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 from archscope.errors import CheckpointError
 from archscope.weights import experts
 from archscope.weights.files import corrupt
-from archscope.weights.loader import finite_reader, open_checkpoint
+from archscope.weights.loader import check_finite, finite_reader, open_checkpoint
 from archscope.weights.mapping import hf_to_ours, route
 from archscope.weights.validate import tied_aliases
 
@@ -94,13 +94,6 @@ def _read_slice(handle, name: str, dim: int, start: int, stop: int) -> torch.Ten
     return part[index]
 
 
-def _check_finite(name: str, tensor: torch.Tensor, file: Path) -> None:
-    values = tensor if tensor.element_size() > 1 else tensor.float()  # fp8: no isfinite
-    if tensor.is_floating_point() and not bool(torch.isfinite(values).all()):
-        raise CheckpointError(f"{name} has NaN/inf values (in {file.name}); the checkpoint is "
-                              f"corrupt")
-
-
 @torch.no_grad()
 def load_shards(model, folder: str | Path, spec, dtype: torch.dtype) -> int:
     """Fill `model` (sharded by styles.shard_model, allocated by to_empty) from `folder`;
@@ -146,7 +139,7 @@ def load_shards(model, folder: str | Path, spec, dtype: torch.dtype) -> int:
                     part = _read_slice(handle, name, dim, start, stop)
                 else:
                     part = handle.get_tensor(name)
-                _check_finite(name, part, file)
+                check_finite(name, part, file)
                 read += part.numel() * part.element_size()
                 if name in sliced:
                     put(our_name, part.t() if transposed else part)

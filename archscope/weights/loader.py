@@ -106,13 +106,18 @@ def finite_reader(ckpt: CheckpointFiles, file: Path, names: set[str], device):
     """`read_tensors`, refusing a floating-point tensor that holds NaN or inf (named, with its
     file and count) as soon as it is read."""
     for name, tensor in read_tensors(ckpt, file, names, device):
-        if tensor.is_floating_point():
-            values = tensor if tensor.element_size() > 1 else tensor.float()  # fp8: no isfinite
-            if not bool(torch.isfinite(values).all()):
-                bad = int(values.numel() - torch.isfinite(values).sum())
-                raise CheckpointError(f"{name} has {bad:,} NaN/inf values (in {file.name}); "
-                                      f"the checkpoint is corrupt, nothing was loaded")
+        check_finite(name, tensor, file)
         yield name, tensor
+
+
+def check_finite(name: str, tensor: torch.Tensor, file: Path) -> None:
+    """CheckpointError naming the tensor, its file and its count of NaN/inf values, if any."""
+    if tensor.is_floating_point():
+        values = tensor if tensor.element_size() > 1 else tensor.float()  # fp8: no isfinite
+        if not bool(torch.isfinite(values).all()):
+            bad = int(values.numel() - torch.isfinite(values).sum())
+            raise CheckpointError(f"{name} has {bad:,} NaN/inf values (in {file.name}); "
+                                  f"the checkpoint is corrupt, nothing was loaded")
 
 
 @torch.no_grad()
