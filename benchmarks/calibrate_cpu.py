@@ -47,7 +47,7 @@ def _measure(name: str, overrides, dtype: str, prompt_len: int, new_tokens: int,
     from archscope.measure.profile import profile
     from archscope.spec import load_spec
 
-    kernels.linear_seconds.cache_clear()  # this run's kernels are timed next to it, not reused
+    kernels.forget()  # this run's kernels are timed next to it, not reused
     spec = load_spec(name, list(overrides))
     options = ProfileOptions(device="cpu", dtype=dtype, prompt_len=prompt_len,
                              new_tokens=new_tokens, repeats=repeats, hardware="local",

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 
 FLUSH_BYTES = 256 << 20  # more than a server CPU's last-level cache, per decode probe
 MAX_COPY_BYTES = 128 << 20  # one probed matrix at most this large (taller ones are cut)
@@ -116,13 +115,38 @@ def _layers(rows: int, cols: int, dtype, device: str, kernel: str | None, copies
             for i in range(copies)]
 
 
-@lru_cache(maxsize=None)
+# (rows, cols, tokens, dtype, device, kernel, nbytes) -> the fastest seconds seen, per process:
+# a model's shapes repeat across layers, and a later reading (fit after profile) sees the same
+_TIMED: dict[tuple, float] = {}
+
+
 def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = "cpu",
                    kernel: str | None = None, nbytes: int | None = None) -> float:
     """Seconds of one `linear(x [tokens, cols], W [rows, cols])` on this machine, weights read
     from memory (not from cache), dense in `dtype` or held by a quantized `kernel` (`nbytes`:
-    the matrix's stored bytes, which set how many copies outgrow the caches). Cached per
-    process: a model's shapes repeat across layers."""
+    the matrix's stored bytes, which set how many copies outgrow the caches). Timed once per
+    process (see `retime`)."""
+    key = (rows, cols, tokens, dtype, device, kernel, nbytes)
+    if key not in _TIMED:
+        _TIMED[key] = _time_linear(*key)
+    return _TIMED[key]
+
+
+def retime() -> None:
+    """Time every shape timed so far again and keep the faster time of each: a probe is a best
+    of a few calls, and on a shared machine one round can read low (measure/predicted.py
+    retimes when a whole forward beats its own kernels)."""
+    for key, seconds in _TIMED.items():
+        _TIMED[key] = min(seconds, _time_linear(*key))
+
+
+def forget() -> None:
+    """Drop the per-process timings, so the next `measure` probes the kernels afresh."""
+    _TIMED.clear()
+
+
+def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
+                 kernel: str | None, nbytes: int | None) -> float:
     import torch
 
     tdtype = _torch_dtype(dtype)
@@ -148,11 +172,6 @@ def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = 
 
     seconds = _best(run, device, copies)
     return seconds * (rows / probe_rows) * (tokens / probe_tokens)
-
-
-def forget() -> None:
-    """Drop the per-process timings, so the next `measure` probes the kernels afresh."""
-    linear_seconds.cache_clear()
 
 
 def measure(workload: Workload, device: str = "cpu") -> Rates:

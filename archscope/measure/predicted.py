@@ -3,9 +3,10 @@ hardware, and the bandwidth limit on the bandwidth this machine streams at."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from archscope.estimate.dtypes import canonical_dtype
 from archscope.measure import limits, roofline
 from archscope.measure.preflight import ProfileOptions
 from archscope.spec import ModelSpec
@@ -28,8 +29,10 @@ def settle_kernels(spec: ModelSpec, o: ProfileOptions, device: torch.device,
     """The roofline's hardware to state beside the run. A probe of this machine's kernels is
     the best of a few timings; a whole forward beating it means the probe read low (a shared
     machine's moment), not that the model outran its own kernels. So, as the bandwidth wall
-    does (limits.settle), a beaten local roofline is probed again REPROBES times and each rate
-    is the fastest any probe saw; a catalog preset, or one not beaten, is left as it is."""
+    does (limits.settle), a beaten local roofline has its kernels timed again REPROBES times,
+    each shape keeping its fastest time (hardware/kernels.py `retime`, so that a later reading
+    in this process, `fit --gpu cpu`, prices the same); a catalog preset, or a roofline not
+    beaten, is left as it is."""
     def beaten(h: roofline.Hardware) -> bool:
         p = predictions(spec, o, h, h, None)
         return bool(prefill_ms and prefill_ms < p["predicted_prefill_ms"]) or bool(
@@ -39,15 +42,12 @@ def settle_kernels(spec: ModelSpec, o: ProfileOptions, device: torch.device,
         return hw
     from archscope.hardware import kernels
 
-    readings = [hw]
     for _ in range(limits.REPROBES):
-        kernels.forget()
-        readings.append(roofline_hardware(spec, o, device))
-    flops = max(r.peak_flops(o.dtype) for r in readings)
-    bandwidth = max(r.bandwidth for r in readings)
-    return roofline.Hardware(hw.name, {canonical_dtype(o.dtype): flops}, bandwidth,
-                             f"{hw.source}; a run beat it, so probed {len(readings)} times: the "
-                             f"fastest prefill and decode rates seen")
+        kernels.retime()
+    settled = roofline_hardware(spec, o, device)
+    return dataclasses.replace(settled, source=(
+        f"{settled.source}; a run beat it, so timed {limits.REPROBES + 1} times: each kernel's "
+        f"fastest"))
 
 
 def predictions(spec, o: ProfileOptions, hw, local, measured: float | None) -> dict:

@@ -98,7 +98,7 @@ def test_a_probe_too_large_to_run_whole_is_cut_and_scaled(monkeypatch):
     monkeypatch.setattr(kernels, "_best", one_ms)
     monkeypatch.setattr(kernels, "MAX_COPY_BYTES", 64 * 64 * 4)
     monkeypatch.setattr(kernels, "MAX_MATMUL_FLOPS", 2 * 64 * 256 * 64)
-    kernels.linear_seconds.cache_clear()
+    kernels.forget()
     try:
         # 64x the rows a probe may hold: 64 rows probed, the time scaled by 64
         assert kernels.linear_seconds(64 * 64, 64, 1, "fp32") == pytest.approx(64e-3)
@@ -107,7 +107,7 @@ def test_a_probe_too_large_to_run_whole_is_cut_and_scaled(monkeypatch):
         assert kernels.linear_seconds(1024, 64, 1024, "fp32") == pytest.approx(64e-3)
         assert probed[-1] == (256, 64, 64)
     finally:
-        kernels.linear_seconds.cache_clear()
+        kernels.forget()
 
 
 def test_fit_on_the_cpu_is_priced_at_the_models_kernels(monkeypatch):
@@ -142,9 +142,27 @@ def test_the_quantized_probe_runs_the_quantized_kernel(monkeypatch):
     real = quantized.QuantizedLinear.random
     monkeypatch.setattr(quantized.QuantizedLinear, "random",
                         classmethod(lambda cls, *a, **k: called.append(a[:3]) or real(*a, **k)))
-    kernels.linear_seconds.cache_clear()
+    kernels.forget()
     try:
         assert kernels.linear_seconds(256, 256, 1, "bf16", "cpu", "int8", 256 * 258) > 0
     finally:
-        kernels.linear_seconds.cache_clear()
+        kernels.forget()
     assert called and called[0] == (256, 256, "int8")
+
+
+def test_retime_keeps_each_shapes_fastest_time(monkeypatch):
+    times = iter([3.0, 5.0, 1.0, 4.0])  # shape a: 3 then 1; shape b: 5 then 4
+    monkeypatch.setattr(kernels, "_time_linear", lambda *key: next(times))
+    kernels.forget()
+    try:
+        assert kernels.linear_seconds(8, 8, 1, "fp32") == 3.0
+        assert kernels.linear_seconds(16, 8, 1, "fp32") == 5.0
+        assert kernels.linear_seconds(8, 8, 1, "fp32") == 3.0  # timed once per process
+        kernels.retime()
+        assert kernels.linear_seconds(8, 8, 1, "fp32") == 1.0
+        assert kernels.linear_seconds(16, 8, 1, "fp32") == 4.0
+        monkeypatch.setattr(kernels, "_time_linear", lambda *key: 9.0)
+        kernels.retime()  # a slower round changes nothing
+        assert kernels.linear_seconds(8, 8, 1, "fp32") == 1.0
+    finally:
+        kernels.forget()

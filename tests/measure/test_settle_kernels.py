@@ -22,16 +22,39 @@ def _predicted(hw: roofline.Hardware) -> dict:
     return predicted.predictions(tiny_spec(), O, hw, hw, None)
 
 
-def test_a_beaten_local_roofline_is_probed_again_and_keeps_the_fastest_rates(monkeypatch):
-    first = _local(1e9, 1e9)
-    later = iter([_local(3e9, 0.5e9), _local(2e9, 4e9), _local(1e9, 2e9)])
-    monkeypatch.setattr(predicted, "roofline_hardware", lambda *a: next(later))
+def test_a_beaten_local_roofline_is_timed_again_and_read_at_each_kernels_fastest(monkeypatch):
+    from archscope.hardware import kernels
+
+    first, settled_hw = _local(1e9, 1e9), _local(3e9, 4e9)
+    retimed = []
+    monkeypatch.setattr(kernels, "retime", lambda: retimed.append(1))
+    monkeypatch.setattr(predicted, "roofline_hardware", lambda *a: settled_hw)
     p = _predicted(first)
     faster = p["predicted_decode_tokens_per_s"] * 1.5  # a run 50% faster than predicted
     settled = predicted.settle_kernels(tiny_spec(), O, CPU, first, None, faster)
+    assert len(retimed) == limits.REPROBES
     assert (settled.peak_flops("fp32"), settled.bandwidth) == (3e9, 4e9)
-    assert next(later, None) is None  # probed REPROBES more times
-    assert f"probed {limits.REPROBES + 1} times" in settled.source
+    assert f"timed {limits.REPROBES + 1} times" in settled.source
+
+
+def test_settled_kernels_are_what_a_later_reading_in_the_process_sees(monkeypatch):
+    """The settled roofline is read from the kernels' timings, so fit --gpu cpu after a profile
+    (the CPU calibration) prices the same rates the profile states."""
+    from archscope.hardware import kernels
+
+    rounds: dict = {}  # each shape: the first round slow, the second fastest, then slower
+    monkeypatch.setattr(kernels, "_time_linear", lambda *key: 1e-3 * next(
+        rounds.setdefault(key, iter([2.0, 1.0, 1.5, 3.0]))))
+    kernels.forget()
+    try:
+        first = predicted.roofline_hardware(tiny_spec(), O, CPU)
+        settled = predicted.settle_kernels(tiny_spec(), O, CPU, first, 1e-9, None)
+        again = predicted.roofline_hardware(tiny_spec(), O, CPU)
+    finally:
+        kernels.forget()
+    assert settled.bandwidth > first.bandwidth
+    assert (again.bandwidth, again.peak_flops("fp32")) == (
+        settled.bandwidth, settled.peak_flops("fp32"))
 
 
 def test_a_roofline_not_beaten_or_a_preset_is_left_alone(monkeypatch):
