@@ -1,8 +1,7 @@
 """The committed CPU calibration (benchmarks/calibrate_cpu.py -> reports/data/calibration/cpu.json)
 and the fractions `fit` uses (hardware/achievable.yaml) agree, and the worst error the file
-states is the one its own runs give at those fractions (recomputed from the raw terms). The
-issue's target is 25%; the committed round is 25.5% off (this machine's run-to-run spread is
-as large as the target), so the test checks the figure, not the target."""
+states is the one its own runs give at those fractions (recomputed from the raw terms), within
+the 25% the fit roofline is held to on this CPU."""
 
 from __future__ import annotations
 
@@ -40,3 +39,4 @@ def test_the_stated_worst_error_is_what_the_runs_give_at_those_fractions():
     assert len(errors) >= 10 and {r["dtype"] for r in data["runs"]} == {"fp32", "bf16"}
     assert max(errors) == pytest.approx(data["max_abs_error_fitted"], abs=1e-4)
     assert data["within_25_percent"] == (max(errors) <= 0.25)
+    assert max(errors) <= 0.25
