@@ -27,6 +27,18 @@ def weight_format_option(f):
              "format's estimate says; the model runs in bf16.")(f)
 
 
+def _hardware_name(ctx, param, value: str) -> str:
+    """--hardware: auto, local, or a catalog part (checked before anything is built)."""
+    if value in ("auto", "local", "cpu"):  # cpu: the catalog's name for this machine, measured
+        return "local" if value == "cpu" else value
+    from archscope.hardware import UnknownHardwareError, catalog_part
+
+    try:
+        return catalog_part(value).name
+    except UnknownHardwareError as err:
+        raise click.BadParameter(f"{err} (or auto, local)") from None
+
+
 def _run_dtype(dtype, device: str, weight_format) -> str:
     return dtype or ("bf16" if device.startswith("cuda") or weight_format else "fp32")
 
@@ -62,9 +74,10 @@ def _run_dtype(dtype, device: str, weight_format) -> str:
                   "How MLA layers decode: absorbed (attention on the cached latent) or "
                   "recompute (re-expand every cached latent, as transformers does); the "
                   "roofline counts the same.")
-@click.option("--hardware", type=click.Choice(["auto", "local", "h200", "h100", "a100"]),
-              default="auto", show_default=True,
-              help="Roofline profile: auto = the GPU's preset if known, else measured here.")
+@click.option("--hardware", default="auto", show_default=True, callback=_hardware_name,
+              help="Roofline profile: a catalog part (`archscope hardware`: h100-sxm, h200, "
+                   "...), local = this machine's kernels measured here, auto = the GPU's "
+                   "catalog part if known, else local.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @weight_format_option
 @click.option("--save", is_flag=True, help="Write the JSON record under --save-dir (checked "

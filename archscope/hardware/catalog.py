@@ -9,6 +9,7 @@ dense FLOP/s per dtype (the YAML header states the conventions: decimal GB, dens
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -18,7 +19,7 @@ import yaml
 from archscope.errors import InputError
 
 CATALOG_FILE = Path(__file__).with_name("catalog.yaml")
-DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4")  # the tensor-core rates the catalog records
+DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")  # fp32: the plain (non-tensor) peak
 CPU = "cpu"
 
 
@@ -47,6 +48,7 @@ class Hardware:
     unsupported: tuple[str, ...] = ()  # dtypes with no tensor-core path on this part
     missing: tuple[str, ...] = ()  # dtypes the part has but no source gave a figure for
     notes: str = ""
+    device_names: tuple[str, ...] = ()  # what torch.cuda.get_device_name() holds for it
     measured: bool = False  # True for `cpu`: the figures are this machine's, just measured
 
     def flops(self, dtype: str) -> float | None:
@@ -88,7 +90,7 @@ def _part(name: str, entry: dict) -> Hardware:
         confirmed_via=tuple(entry.get("confirmed_via", ())),
         unsupported=tuple(entry.get("unsupported", ())),
         missing=tuple(d for d, v in tflops.items() if v is None),
-        notes=entry.get("notes", ""))
+        notes=entry.get("notes", ""), device_names=tuple(entry.get("device_names", ())))
 
 
 @lru_cache(maxsize=1)
@@ -114,3 +116,12 @@ def catalog_part(name: str) -> Hardware:
     hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
     raise UnknownHardwareError(f"unknown hardware {name!r}{hint}; known: "
                                f"{', '.join(hardware_names())}")
+
+
+def part_for_device(device_name: str) -> Hardware | None:
+    """The catalog part a CUDA device name names ('NVIDIA H100 80GB HBM3' -> h100-sxm): one of
+    its `device_names` as whole words, the longest match winning ('L40S' over 'L4'); None
+    when no part matches (an A100 PCIe card, a GPU the catalog lacks)."""
+    matches = [(len(name), part) for part in catalog().values() for name in part.device_names
+               if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", device_name, re.I)]
+    return max(matches, key=lambda m: m[0])[1] if matches else None

@@ -16,7 +16,7 @@ def roofline_hardware(spec: ModelSpec, o: ProfileOptions, device: torch.device) 
     """The roofline's hardware: a preset by name, or (local, or auto without a preset for this
     GPU) this machine priced at the model's own kernels."""
     if o.hardware not in ("local", "auto"):
-        return roofline.PRESETS[o.hardware]
+        return roofline.preset(o.hardware)
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
     preset = roofline.preset_for_gpu(gpu) if gpu and o.hardware == "auto" else None
     return preset or roofline.local_kernels(spec, str(device), o.dtype, o.batch, o.prompt_len,

@@ -26,7 +26,7 @@ class ProfileOptions:
     hf_cache: str = "dynamic"  # transformers' cache_implementation: dynamic or static
     compile: bool | None = None  # None: compiled on CUDA (no --weight-format), eager on CPU
     breakdown: bool = False
-    hardware: str = "auto"  # auto, local, or a preset name (h200, h100, a100)
+    hardware: str = "auto"  # auto, local, or a catalog part (h200, h100-sxm, ...: hardware/catalog.yaml)
     seed: int = 0
     weights: str | None = None  # an HF checkpoint folder; None: random-init
     # The key=value what-ifs (spec overrides), exactly as given and in order. The spec passed

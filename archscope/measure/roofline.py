@@ -12,8 +12,9 @@ Both are lower bounds, so a prediction is the best the hardware could do, never 
   (kv_cache_bytes at N). Over the T-1 steps after the prompt (N = P+1 .. P+T-1),
   tokens/s = B * (T-1) / sum of the step times.
 Left out: activation traffic, kernel launch and framework overhead, attention kernels that
-re-read K/V, caches smaller than the working set. The GPU presets are datasheet peaks that real
-kernels reach only in part; `local` is this machine priced at the model's own kernels
+re-read K/V, caches smaller than the working set. A GPU is a part of the hardware catalog
+(`preset`: hardware/catalog.yaml, the one home of datasheet peaks), which real kernels reach
+only in part; `local` is this machine priced at the model's own kernels
 (`local_kernels`: its decode matrix-vector products and prefill matmuls, timed at their shapes),
 so a local prediction is what those kernels alone take. `calibrate` measures the machine's
 fastest streaming read instead: the ceiling no decode step can pass (the profile's
@@ -30,10 +31,8 @@ from archscope.estimate import (canonical_dtype, count_params, decode_flops, kv_
                                 nbytes, prefill_flops)
 from archscope.estimate.parallel import split
 from archscope.estimate.structure import ffn_parts
+from archscope.hardware.catalog import catalog_part, part_for_device
 from archscope.spec import ModelSpec
-
-TB = 1e12
-
 
 @dataclass(frozen=True)
 class Hardware:
@@ -51,28 +50,23 @@ class Hardware:
         return self.flops_per_s[dtype]
 
 
-# Datasheet peaks. The tensor-core figures are printed "with sparsity"; dense is half of them.
-# fp32 is the non-tensor-core figure: PyTorch keeps TF32 off for fp32 matmuls by default.
-PRESETS = {
-    # NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM: FP32 67 TFLOPS; BF16 and FP16
-    # Tensor Core 1,979 TFLOPS with sparsity; 141 GB HBM3e at 4.8 TB/s.
-    "h200": Hardware("h200", {"fp32": 67 * TB, "bf16": 989.5 * TB, "fp16": 989.5 * TB},
-                     4.8 * TB, "NVIDIA H200 SXM datasheet", 141 * 10**9),
-    # NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: FP32 67 TFLOPS; BF16/FP16 Tensor Core
-    # 1,979 TFLOPS with sparsity; 80 GB HBM3 at 3.35 TB/s.
-    "h100": Hardware("h100", {"fp32": 67 * TB, "bf16": 989.5 * TB, "fp16": 989.5 * TB},
-                     3.35 * TB, "NVIDIA H100 SXM datasheet", 80 * 10**9),
-    # NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM: FP32 19.5 TFLOPS; BF16/FP16 Tensor
-    # Core 312 TFLOPS (624 with sparsity); 2,039 GB/s.
-    "a100": Hardware("a100", {"fp32": 19.5 * TB, "bf16": 312 * TB, "fp16": 312 * TB},
-                     2.039 * TB, "NVIDIA A100 80GB SXM datasheet", 80 * 10**9),
-}
+def preset(name: str) -> Hardware:
+    """A catalog part (hardware/catalog.yaml, one home for every datasheet figure) as the
+    roofline's hardware: its dense peaks by dtype (fp32 the plain FP32 peak: PyTorch keeps TF32
+    off for fp32 matmuls by default) and its memory bandwidth. An unknown name raises
+    UnknownHardwareError with the closest names."""
+    return _from_part(catalog_part(name))
 
 
 def preset_for_gpu(gpu_name: str) -> Hardware | None:
-    """The preset whose name appears in a CUDA device name ('NVIDIA H200' -> h200)."""
-    lowered = gpu_name.lower()
-    return next((hw for key, hw in PRESETS.items() if key in lowered), None)
+    """The catalog part a CUDA device name names ('NVIDIA H200' -> h200), or None."""
+    part = part_for_device(gpu_name)
+    return _from_part(part) if part else None
+
+
+def _from_part(part) -> Hardware:
+    return Hardware(part.name, dict(part.peak_flops), part.memory_bandwidth,
+                    f"{part.title}: {part.source_title}", part.memory_bytes)
 
 
 def weights_read_bytes(spec: ModelSpec, dtype: str, tokens: int = 1,

@@ -25,6 +25,7 @@ def test_every_part_loads_with_positive_numbers_and_a_source(name):
     assert part.memory_bytes > 0 and part.memory_bandwidth > 0
     assert part.interconnect and part.interconnect_bandwidth > 0
     assert part.flops("bf16") > 0  # every part has a 16-bit tensor path
+    assert 0 < part.flops("fp32") < part.flops("bf16")  # and a plain fp32 peak, below it
     assert all(v > 0 for v in part.peak_flops.values())
     assert set(part.peak_flops) <= set(DTYPES)
     assert part.source_title and part.source_url.startswith("https://")
@@ -49,7 +50,7 @@ def test_units_are_converted_once_from_the_datasheet_figures():
 
 def test_lower_precision_is_never_slower_on_one_part():
     for part in catalog().values():
-        rates = [part.flops(d) for d in ("bf16", "fp8", "fp4") if part.flops(d) is not None]
+        rates = [part.flops(d) for d in ("fp32", "bf16", "fp8", "fp4") if part.flops(d) is not None]
         assert rates == sorted(rates), part.name
 
 
@@ -113,3 +114,31 @@ def test_probe_cpu_adds_the_measured_cpu(run_cli):
     assert code == 0, err
     rows = json.loads(out)
     assert [r["name"] for r in rows] == ["l4", "cpu"] and rows[1]["measured"] is True
+
+
+@pytest.mark.parametrize("device, part", [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA H200", "h200"), ("NVIDIA L40S", "l40s"), ("NVIDIA L4", "l4"),
+    ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+    ("AMD Instinct MI300X", "mi300x"), ("NVIDIA L40", None), ("NVIDIA A100 80GB PCIe", None)])
+def test_a_cuda_device_name_finds_its_part_by_whole_words(device, part):
+    from archscope.hardware.catalog import part_for_device
+
+    found = part_for_device(device)
+    assert (found.name if found else None) == part
+
+
+def test_profiles_roofline_reads_the_catalog():
+    """One home for datasheet figures: profile's presets are the catalog's parts."""
+    from archscope.measure import roofline
+
+    for part in catalog().values():
+        hw = roofline.preset(part.name)
+        assert hw.bandwidth == part.memory_bandwidth and hw.flops_per_s == part.peak_flops
+    assert roofline.preset("h100-sxm").peak_flops("fp32") == 67e12
+    assert roofline.preset_for_gpu("NVIDIA H200").name == "h200"
+
+
+def test_profile_refuses_an_unknown_hardware_name_before_building(run_cli):
+    code, _, err = run_cli("profile", "gpt2", "--hardware", "h100")
+    assert code == 2 and "h100-sxm" in err and "Traceback" not in err

@@ -95,7 +95,7 @@ def test_sampling_is_pluggable():
 
 def test_decode_prediction_is_bytes_over_bandwidth_when_memory_bound():
     spec = load_spec("llama-3.2-1b")
-    hw = roofline.PRESETS["h200"]
+    hw = roofline.preset("h200")
     pred = roofline.predict_decode(spec, hw, prompt_len=512, new_tokens=2, batch=1, dtype="bf16")
     # One step at context 513: all weights (tied: the head reads the embedding) + the cache.
     moved = weights_bytes(spec, "bf16") + kv_cache_bytes(spec, 513, 1, "bf16")

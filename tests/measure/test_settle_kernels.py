@@ -64,5 +64,5 @@ def test_a_roofline_not_beaten_or_a_preset_is_left_alone(monkeypatch):
     p = _predicted(hw)
     slower = (p["predicted_prefill_ms"] * 1.1, p["predicted_decode_tokens_per_s"] * 0.9)
     assert predicted.settle_kernels(tiny_spec(), O, CPU, hw, *slower) is hw
-    preset = roofline.PRESETS["h100"]
+    preset = roofline.preset("h100-sxm")
     assert predicted.settle_kernels(tiny_spec(), O, CPU, preset, 1e-6, 1e12) is preset
