@@ -54,7 +54,9 @@ def canonical_dtype(name: str) -> str:
 
 
 def dtype_bits(name: str) -> int:
-    return DTYPE_BITS[canonical_dtype(name)]
+    bits = DTYPE_BITS.get(name) if isinstance(name, str) else None  # canonical already: the
+    # usual case (nbytes is handed names the caller checked)
+    return DTYPE_BITS[canonical_dtype(name)] if bits is None else bits
 
 
 def dtype_bytes(name: str) -> float:

@@ -82,29 +82,26 @@ def _cache_bytes(spec: ModelSpec, seq_len: int, batch: int, dtype: str, per_toke
                               for layer in spec.plan if layer.attention is not None), dtype)
 
 
-def _per_layer(spec: ModelSpec, fn) -> tuple[int, ...]:
-    """fn(attention) for each layer; 0 for a layer without attention (a state mixer's state
-    is per sequence: estimate/state.py). Layers sharing one attention spec ask once."""
-    seen: dict[int, int] = {}
-    out = []
-    for layer in spec.plan:
-        attn = layer.attention
-        if attn is None:
-            out.append(0)
-            continue
-        if id(attn) not in seen:
-            seen[id(attn)] = fn(attn)
-        out.append(seen[id(attn)])
-    return tuple(out)
+_NO_CACHE = (0, 0, 0, 0)  # a layer without attention caches nothing per token
 
 
 def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16") -> KVCache:
     """The cache after `seq_len` tokens for `batch` sequences, stored in `dtype`."""
     dtype = canonical_dtype(dtype)
-    held = _per_layer(spec, lambda a: tokens_held(a, seq_len))
-    elements = _per_layer(spec, kv_elements_per_token)
-    mha = _per_layer(spec, mha_elements_per_token)
-    decompressed = _per_layer(spec, decompressed_elements_per_token)
+    by_attention: dict[int, tuple[int, int, int, int]] = {}  # layers sharing one spec ask once
+    rows = []
+    for layer in spec.plan:  # (tokens held, elements, MHA-equivalent, decompressed) per layer
+        attn = layer.attention
+        if attn is None:
+            rows.append(_NO_CACHE)
+            continue
+        row = by_attention.get(id(attn))
+        if row is None:
+            row = by_attention[id(attn)] = (
+                tokens_held(attn, seq_len), kv_elements_per_token(attn),
+                mha_elements_per_token(attn), decompressed_elements_per_token(attn))
+        rows.append(row)
+    held, elements, mha, decompressed = (tuple(column) for column in zip(*rows))
 
     def whole(per_token: tuple[int, ...]) -> int:  # as _cache_bytes: one sum, then bytes
         return nbytes(batch * sum(t * e for t, e in zip(held, per_token)), dtype)

@@ -67,7 +67,7 @@ def _layer_width(layer: LayerPlan) -> int:
 def activation_bytes(spec: ModelSpec, tokens: int, batch: int = 1, dtype: str = "bf16",
                      all_logits: bool = False) -> int:
     """Transient peak of a forward over `tokens` positions per sequence (see the module doc)."""
-    widest = max(_layer_width(layer) for layer in spec.plan)
+    widest = max(_layer_width(layer) for layer, _ in spec.distinct_layers)
     logits = (tokens if all_logits else 1) * spec.vocab_size
     return nbytes(batch * (tokens * (2 * spec.d_model + widest) + logits), dtype)
 
@@ -90,10 +90,11 @@ class InferenceMemory:
 
 def inference_memory(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16",
                      kv_dtype: str | None = None, prefill_chunk: int | None = None,
-                     all_logits: bool = False) -> InferenceMemory:
-    """Weights + KV cache at `seq_len` + activations of prefilling it (in chunks, if given)."""
+                     all_logits: bool = False, weights: int | None = None) -> InferenceMemory:
+    """Weights + KV cache at `seq_len` + activations of prefilling it (in chunks, if given).
+    `weights`: weights_bytes(spec, dtype), when the caller has it (the record counts once)."""
     return _memory(spec, seq_len, batch, dtype, kv_dtype, prefill_chunk, all_logits,
-                   weights_bytes(spec, dtype))
+                   weights_bytes(spec, dtype) if weights is None else weights)
 
 
 def _memory(spec: ModelSpec, seq_len: int, batch: int, dtype: str, kv_dtype: str | None,

@@ -77,7 +77,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         embedding=sum(p.params * n for p, n in parts if group_of(p.name) == "embedding"),
         breakdown=_breakdown(parts),
         tied_head=spec.vocab_size * spec.d_model if spec.tie_embeddings else 0,
-        mtp=spec.mtp_layers * sum(p.params * p.copies for p in mtp_parts(spec)))
+        mtp=spec.mtp_layers * sum(p.params * p.copies for p in mtp_parts(spec))
+        if spec.mtp_layers else 0)
 
 
 def _breakdown(parts: list[tuple[Part, int]]) -> dict[str, int]:

@@ -32,7 +32,7 @@ from archscope.estimate.kv_cache import (KVCache, decompressed_elements_per_toke
 from archscope.estimate.memory import InferenceMemory, compute_dtype, inference_memory
 from archscope.estimate.params import ParamCount, count_params
 from archscope.estimate.state import state_bytes, state_bytes_by_layer
-from archscope.kinds import mixer_kind
+from archscope.kinds import attention_kind, mixer_kind
 from archscope.spec import ModelSpec
 
 DEFAULT_CONTEXT = 4096
@@ -184,13 +184,18 @@ def conventions(batch: int = 1, weight_dtype: str = "bf16", cache_dtype: str | N
 
 
 def _by_mla(spec: ModelSpec, n: int) -> dict[str, int]:
-    """Decode totals under each MLA convention, when they differ (only MLA layers differ)."""
+    """Decode totals under each MLA convention, when they differ. Only a compressed cache (MLA's
+    latent: decompressed, recomputed or absorbed) decodes differently, so without one: none."""
+    if not any(attention_kind(layer.attention.kind).compressed_cache
+               for layer, _ in spec.distinct_layers if layer.attention is not None):
+        return {}
     totals = {c: decode_flops(spec, n, 1, mla=c).total for c in MLA_CONVENTIONS}
     return totals if len(set(totals.values())) > 1 else {}
 
 
-def _at(spec: ModelSpec, n: int, v: Conventions, state: int) -> AtContext:
-    """The record at context n; `state`: the batch's constant state (the same at every n)."""
+def _at(spec: ModelSpec, n: int, v: Conventions, state: int, weights: int) -> AtContext:
+    """The record at context n; `state`: the batch's constant state and `weights` the weight
+    bytes (the same at every n)."""
     return AtContext(
         seq_len=n, exceeds_context=n > spec.max_seq_len,
         cache=kv_cache(spec, n, v.batch, v.cache_dtype),
@@ -199,7 +204,8 @@ def _at(spec: ModelSpec, n: int, v: Conventions, state: int) -> AtContext:
         decode_by_mla=_by_mla(spec, n),
         prefill=prefill_flops(spec, n, v.batch, attention=v.attention_flops, mla="naive"),
         training_flops_per_token=round(training_flops(spec, n).per_token),
-        memory=inference_memory(spec, n, v.batch, v.weight_dtype, kv_dtype=v.cache_dtype))
+        memory=inference_memory(spec, n, v.batch, v.weight_dtype, kv_dtype=v.cache_dtype,
+                                weights=weights))
 
 
 def model_record(spec: ModelSpec, contexts=(DEFAULT_CONTEXT,), batch: int = 1,
@@ -215,12 +221,15 @@ def model_record(spec: ModelSpec, contexts=(DEFAULT_CONTEXT,), batch: int = 1,
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise InputError(f"context lengths must be positive integers, got {n!r}")
     params = count_params(spec)
+    weights = nbytes(params.total, v.weight_dtype)
     state = state_bytes(spec, v.batch, compute_dtype(v.weight_dtype))  # the same at every n
+    contexts = tuple(_at(spec, n, v, state, weights) for n in lengths)
     return ModelRecord(
         model=spec.name, attention=_variants(spec), moe=spec.moe, conventions=v, params=params,
         cache_groups=cache_groups(spec, v.cache_dtype),
         state_groups=state_groups(spec, v.weight_dtype),
-        kv_cache_bytes_per_token=kv_cache(spec, 1, 1, v.cache_dtype).bytes_per_token,
-        weights_bytes=nbytes(params.total, v.weight_dtype),
+        # one more token's bytes, at any context: the elements every layer caches per token
+        kv_cache_bytes_per_token=contexts[0].cache.bytes_per_token,
+        weights_bytes=weights,
         weights_by_dtype={d: nbytes(params.total, d) for d in WEIGHT_DTYPES},
-        contexts=tuple(_at(spec, n, v, state) for n in lengths))
+        contexts=contexts)

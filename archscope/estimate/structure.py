@@ -157,13 +157,16 @@ def embedding_parts(spec: ModelSpec) -> list[Part]:
 
 def head_parts(spec: ModelSpec) -> list[Part]:
     """Final norm (not after a post-norm stack) and lm_head (its params count 0 when tied; its matmul stays)."""
-    final = norm("final_norm", spec.d_model, spec.norm.has_bias)
-    if spec.norm.position == "post":
+    return list(_head_parts(spec.d_model, spec.vocab_size, spec.norm, spec.tie_embeddings))
+
+
+@functools.lru_cache(maxsize=1024)  # as _layer_parts: every estimator asks, variants repeat
+def _head_parts(d: int, vocab: int, norm_spec: NormSpec, tied: bool) -> tuple[Part, ...]:
+    final = norm("final_norm", d, norm_spec.has_bias)
+    if norm_spec.position == "post":
         final = replace(final, params=0)
-    head = linear("lm_head", spec.d_model, spec.vocab_size)
-    if spec.tie_embeddings:
-        head = replace(head, params=0)
-    return [final, head]
+    head = linear("lm_head", d, vocab)
+    return (final, replace(head, params=0) if tied else head)
 
 
 def model_parts(spec: ModelSpec) -> list[Part]:

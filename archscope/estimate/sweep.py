@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from archscope.errors import InputError, SpecError
 from archscope.estimate.record import model_record
 from archscope.spec import ModelSpec
-from archscope.spec.fields import from_mapping, to_mapping
+from archscope.spec.fields import field_types, convert, from_mapping, to_mapping
 from archscope.spec.loader import check_dotted_key, parse_yaml, set_dotted
 
 # Every row is kept in memory (a list of dicts, about 2 KB each): 100,000 is ~200 MB.
@@ -79,12 +79,12 @@ def sweep(spec: ModelSpec, axes: tuple[Axis, ...], seq_len: int = 4096, batch: i
     if clash:
         raise InputError(f"--grid: {', '.join(clash)} is also a column of the record; sweep a "
                          f"spec key")
-    base = to_mapping(spec)
+    variants = _Variants(to_mapping(spec), axes)
     rows, invalid = [], []
     for combo in itertools.product(*(a.values for a in axes)):
         values = {a.key: v for a, v in zip(axes, combo)}
         try:
-            variant = _variant(base, values)
+            variant = variants.spec(values)
             record = model_record(variant, seq_len, batch, weight_dtype, cache_dtype,
                                   attention_flops, mla_flops)
         except InputError as err:
@@ -96,14 +96,49 @@ def sweep(spec: ModelSpec, axes: tuple[Axis, ...], seq_len: int = 4096, batch: i
     return Sweep(spec.name, seq_len, axes, rows, invalid)
 
 
-def _variant(base: dict, values: dict) -> ModelSpec:
-    raw = base
-    for key, value in values.items():
-        raw = set_dotted(raw, key, value, copy_path=True)
-    try:
-        return from_mapping(ModelSpec, raw)
-    except SpecError as err:
-        raise err.located("overrides") from None
+class _Variants:
+    """The spec of each combination, validated as `--set` validates (`from_mapping`), with each
+    top-level field converted once per distinct value of the axes inside it (the `attention`
+    mapping once per n_kv_heads swept, every field no axis touches once per sweep): conversion
+    is pure, so a field built from equal input is the same field. A field whose conversion
+    fails is left to `from_mapping`, which raises its error as for any spec."""
+
+    def __init__(self, base: dict, axes: tuple[Axis, ...]):
+        self.base = base
+        self.inside: dict[str, list[str]] = {}  # top-level field -> the axis keys within it
+        for a in axes:
+            self.inside.setdefault(a.key.split(".")[0], []).append(a.key)
+        hints = field_types(ModelSpec)
+        self.converted: dict = {}
+        for name, value in base.items():  # a base that is a valid spec converts cleanly
+            if name not in self.inside:
+                self.converted[name] = convert(hints[name], value, name)
+        self.memo: dict = {}
+
+    def spec(self, values: dict) -> ModelSpec:
+        raw = self.base
+        for key, value in values.items():
+            raw = set_dotted(raw, key, value, copy_path=True)
+        converted = dict(self.converted)
+        for name, keys in self.inside.items():
+            field = self._field(name, raw, tuple(repr(values[k]) for k in keys))
+            if field is not _FAILED and name in raw:
+                converted[name] = field
+        try:
+            return from_mapping(ModelSpec, raw, converted=converted)
+        except SpecError as err:
+            raise err.located("overrides") from None
+
+    def _field(self, name: str, raw: dict, key: tuple):
+        if (name, key) not in self.memo:
+            try:
+                self.memo[name, key] = convert(field_types(ModelSpec)[name], raw[name], name)
+            except (SpecError, KeyError):  # an unknown field or a bad value: from_mapping says
+                self.memo[name, key] = _FAILED
+        return self.memo[name, key]
+
+
+_FAILED = object()
 
 
 def pareto(rows: list[dict], x: str, y: str) -> list[int]:

@@ -119,7 +119,7 @@ def convert(tp, value: Any, key: str):
 
 def _kinds(tp) -> tuple:
     """The `kind` values a dataclass admits (its Literal), or () without a `kind` field."""
-    hint = _hints(tp).get("kind") if dataclasses.is_dataclass(tp) else None
+    hint = field_types(tp).get("kind") if dataclasses.is_dataclass(tp) else None
     return typing.get_args(hint) if typing.get_origin(hint) is Literal else ()
 
 
@@ -149,18 +149,20 @@ def _fits(tp, value: Any) -> bool:
 
 
 @functools.cache
-def _hints(cls) -> dict:
+def field_types(cls) -> dict:
     """A dataclass's resolved field types: fixed per class, and resolving them (string
     annotations evaluated) is most of what building a spec costs, so once per class."""
     return typing.get_type_hints(cls)
 
 
-def from_mapping(cls, data: Any, prefix: str = ""):
-    """Build dataclass `cls` from a mapping, checking keys and types, then run `cls.validate`."""
+def from_mapping(cls, data: Any, prefix: str = "", converted: dict | None = None):
+    """Build dataclass `cls` from a mapping, checking keys and types, then run `cls.validate`.
+    `converted`: {field: value} already converted from exactly `data[field]` (a sweep converts a
+    field its grid leaves alone once, not once per variant); the rest is converted here."""
     where = prefix or "spec"
     if not isinstance(data, dict):
         raise SpecError(f"expected a mapping, got {quote(data)}", key=prefix or None)
-    hints = _hints(cls)
+    hints = field_types(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     for name in data:
         if name not in fields:
@@ -169,7 +171,9 @@ def from_mapping(cls, data: Any, prefix: str = ""):
     kwargs = {}
     for name, field in fields.items():
         key = _join(prefix, name)
-        if name in data:
+        if converted is not None and name in converted:
+            kwargs[name] = converted[name]
+        elif name in data:
             kwargs[name] = convert(hints[name], data[name], key)
         elif field.default is _MISSING and field.default_factory is _MISSING:
             raise SpecError(f"missing required key '{name}' ({_type_name(hints[name])})", key=key)

@@ -197,13 +197,20 @@ class ModelSpec:
         """The plan's layers that differ in their parts (mixer and FFN), each with how many
         layers are like it, in plan order: sums over layers become sums over these. Cached:
         every estimate asks, and comparing frozen parts layer by layer is not free."""
-        counts: dict = {}
+        by_object: dict = {}  # the plan shares one object per distinct part: group by identity
         for layer in self.plan:
+            ident = (id(layer.attention), id(layer.state), id(layer.ffn))
+            if ident in by_object:
+                by_object[ident][1] += 1
+            else:
+                by_object[ident] = [layer, 1]
+        counts: dict = {}  # then merge equal parts built apart (hashing only these few)
+        for layer, n in by_object.values():
             key = (layer.attention, layer.state, layer.ffn)
             if key in counts:
-                counts[key][1] += 1
+                counts[key][1] += n
             else:
-                counts[key] = [layer, 1]
+                counts[key] = [layer, n]
         return tuple((layer, n) for layer, n in counts.values())
 
     def _check_mixer_word(self, word: str, key: str) -> None:
