@@ -44,6 +44,8 @@ class UnknownDtypeError(InputError, ValueError):
 
 def canonical_dtype(name: str) -> str:
     """'torch.bfloat16', 'BF16', 'bfloat16' -> 'bf16'; an unknown name raises UnknownDtypeError."""
+    if isinstance(name, str) and name in DTYPE_BITS:  # canonical already: the usual case
+        return name
     key = str(name).strip().lower().removeprefix("torch.")
     key = ALIASES.get(key, key)
     if key not in DTYPE_BITS:
@@ -54,9 +56,7 @@ def canonical_dtype(name: str) -> str:
 
 
 def dtype_bits(name: str) -> int:
-    bits = DTYPE_BITS.get(name) if isinstance(name, str) else None  # canonical already: the
-    # usual case (nbytes is handed names the caller checked)
-    return DTYPE_BITS[canonical_dtype(name)] if bits is None else bits
+    return DTYPE_BITS[canonical_dtype(name)]
 
 
 def dtype_bytes(name: str) -> float:

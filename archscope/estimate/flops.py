@@ -48,11 +48,12 @@ token is assumed). All are small next to the matmuls or are not FLOPs at all.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 from archscope.errors import InputError
-from archscope.estimate.structure import distinct_layers, head_parts, layer_parts
+from archscope.estimate.structure import distinct_layers, head_parts, layer_key, parts_of_layer
 from archscope.kinds import attention_kind, mixer_kind
 from archscope.spec import AttentionSpec, ModelSpec
 
@@ -106,6 +107,18 @@ def _component(part_name: str) -> str:
             "lm_head": "lm_head"}[part_name.split(".")[0]]
 
 
+@functools.lru_cache(maxsize=4096)  # keyed as the parts: the same few layers, asked per estimate
+def _linear_macs(key: tuple) -> tuple[tuple[str, bool, int], ...]:
+    """A layer's matmul multiply-adds per use (a token, or a key MLA decompresses) of its
+    active parts, summed by (component, per key): the sum over parts, factored."""
+    sums: dict[tuple[str, bool], int] = {}
+    for part in parts_of_layer(key):
+        if part.macs:
+            slot = (_component(part.name), part.per_key)
+            sums[slot] = sums.get(slot, 0) + part.macs * part.active
+    return tuple((component, per_key, m) for (component, per_key), m in sums.items())
+
+
 def _pair_dims(attn: AttentionSpec, mla: MLAFlops) -> tuple[int, int]:
     """Per head, the q/k and the v dimension that each query-key pair multiplies over."""
     return attention_kind(attn.kind).pair_dims(attn, mla)
@@ -131,10 +144,8 @@ def _layer_macs(spec: ModelSpec, layer, tokens: int, pairs, keys, mla: MLAFlops,
                 macs: dict[str, int], count: int = 1) -> None:
     """Add `count` such layers' multiply-adds to `macs` (see `_forward`)."""
     attn = layer.attention
-    for part in layer_parts(spec, layer):
-        if part.macs:
-            uses = keys(attn) if part.per_key else tokens
-            macs[_component(part.name)] += part.macs * part.active * uses * count
+    for component, per_key, layer_macs in _linear_macs(layer_key(spec, layer)):
+        macs[component] += layer_macs * (keys(attn) if per_key else tokens) * count
     if attn is not None:
         qk_dim, v_dim = _pair_dims(attn, mla)
         macs["attention_qk"] += pairs(attn) * attn.n_heads * qk_dim * count
@@ -220,9 +231,18 @@ def prefill_flops(spec: ModelSpec, seq_len: int, batch: int = 1,
 def training_flops(spec: ModelSpec, seq_len: int, batch: int = 1,
                    attention: AttentionFlops = "causal") -> FlopCount:
     """Forward + backward over `batch` sequences of `seq_len`: 3 x the (naive) prefill forward."""
-    fwd = prefill_flops(spec, seq_len, batch, attention)
-    return FlopCount("training", seq_len, batch, fwd.tokens, attention,
-                     {k: TRAINING_MULTIPLIER * v for k, v in fwd.by_component.items()})
+    return training_of(prefill_flops(spec, seq_len, batch, attention))
+
+
+def training_of(forward: FlopCount) -> FlopCount:
+    """Training on the prompts of `forward`, a naive-MLA prefill: forward + backward, 3 x its
+    FLOPs (the record reuses its own prefill when that is causal)."""
+    if forward.kind != "prefill" or forward.mla != "naive":
+        raise ValueError(f"training is priced from a naive-MLA prefill, not {forward.kind} "
+                         f"with mla={forward.mla!r}")
+    return FlopCount("training", forward.seq_len, forward.batch, forward.tokens,
+                     forward.attention, {k: TRAINING_MULTIPLIER * v
+                                         for k, v in forward.by_component.items()})
 
 
 def training_flops_per_token(spec: ModelSpec, seq_len: int,

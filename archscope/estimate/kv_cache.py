@@ -78,40 +78,43 @@ class KVCache:
 
 
 def _cache_bytes(spec: ModelSpec, seq_len: int, batch: int, dtype: str, per_token) -> int:
-    return nbytes(batch * sum(tokens_held(layer.attention, seq_len) * per_token(layer.attention)
-                              for layer in spec.plan if layer.attention is not None), dtype)
-
-
-_NO_CACHE = (0, 0, 0, 0)  # a layer without attention caches nothing per token
+    return nbytes(batch * sum(count * tokens_held(layer.attention, seq_len)
+                              * per_token(layer.attention)
+                              for layer, count in spec.distinct_layers
+                              if layer.attention is not None), dtype)
 
 
 def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16") -> KVCache:
     """The cache after `seq_len` tokens for `batch` sequences, stored in `dtype`."""
     dtype = canonical_dtype(dtype)
-    by_attention: dict[int, tuple[int, int, int, int]] = {}  # layers sharing one spec ask once
-    rows = []
-    for layer in spec.plan:  # (tokens held, elements, MHA-equivalent, decompressed) per layer
+    # Per attention spec object, one row: tokens held, then per token the elements cached, the
+    # MHA-equivalent and the decompressed ones, then the layer's bytes and MHA-equivalent
+    # bytes. The plan's layers share their spec objects, so each is asked once; equal specs
+    # may still be two objects, so every object in the plan is keyed (not only the first of
+    # each of distinct_layers).
+    row_of: dict[int, tuple[int, ...]] = {}
+    for layer in spec.plan:
         attn = layer.attention
-        if attn is None:
-            rows.append(_NO_CACHE)
-            continue
-        row = by_attention.get(id(attn))
-        if row is None:
-            row = by_attention[id(attn)] = (
-                tokens_held(attn, seq_len), kv_elements_per_token(attn),
-                mha_elements_per_token(attn), decompressed_elements_per_token(attn))
-        rows.append(row)
-    held, elements, mha, decompressed = (tuple(column) for column in zip(*rows))
+        if attn is not None and id(attn) not in row_of:
+            held, elements = tokens_held(attn, seq_len), kv_elements_per_token(attn)
+            mha = mha_elements_per_token(attn)
+            row_of[id(attn)] = (held, elements, mha, decompressed_elements_per_token(attn),
+                                nbytes(batch * held * elements, dtype),
+                                nbytes(batch * held * mha, dtype))
+    no_cache = (0,) * 6  # a layer without attention caches nothing per token
+    held, elements, _, _, layer_bytes, layer_mha_bytes = zip(
+        *(row_of.get(id(layer.attention), no_cache) for layer in spec.plan))
+    counts = [(row_of.get(id(layer.attention), no_cache), n)
+              for layer, n in spec.distinct_layers]
 
-    def whole(per_token: tuple[int, ...]) -> int:  # as _cache_bytes: one sum, then bytes
-        return nbytes(batch * sum(t * e for t, e in zip(held, per_token)), dtype)
+    def whole(column: int) -> int:  # as _cache_bytes: one sum over the layers, then bytes
+        return nbytes(batch * sum(n * row[0] * row[column] for row, n in counts), dtype)
 
     return KVCache(
         seq_len=seq_len, batch=batch, dtype=dtype,
         elements_per_token=elements, tokens_held=held,
-        bytes_per_layer=tuple(nbytes(batch * t * e, dtype) for t, e in zip(held, elements)),
-        mha_bytes_per_layer=tuple(nbytes(batch * t * e, dtype) for t, e in zip(held, mha)),
-        bytes=whole(elements), decompressed_bytes=whole(decompressed), mha_bytes=whole(mha))
+        bytes_per_layer=layer_bytes, mha_bytes_per_layer=layer_mha_bytes,
+        bytes=whole(1), decompressed_bytes=whole(3), mha_bytes=whole(2))
 
 
 def kv_cache_bytes(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16") -> int:

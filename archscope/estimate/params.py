@@ -21,10 +21,11 @@ Left out: buffers (RoPE inverse frequencies, masks), which are not parameters.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from archscope.estimate.structure import (Part, distinct_layers, embedding_parts, head_parts,
-                                          layer_parts, mtp_parts)
+                                          layer_key, mtp_parts, parts_of_layer)
 from archscope.spec import ModelSpec
 
 # Order of the breakdown groups, and the group each key belongs to (by prefix).
@@ -35,6 +36,7 @@ _GROUP_OF = {"embedding": "embedding", "positional": "embedding", "attention": "
              "lm_head": "head"}
 
 
+@functools.lru_cache(maxsize=256)  # a few dozen part names in all
 def group_of(key: str) -> str:
     """'attention.q_proj' -> 'attention'; 'final_norm' -> 'norms'; 'lm_head' -> 'head'."""
     return _GROUP_OF[key.split(".")[0]]
@@ -68,22 +70,41 @@ def count_params(spec: ModelSpec) -> ParamCount:
     """Total, active and embedding parameters of `spec`, with a per-component breakdown. Each
     distinct layer is priced once and counted as many times as the plan holds it (the sums
     are of integers: the same as adding layer by layer, in the same first-seen key order)."""
-    parts = [(p, 1) for p in embedding_parts(spec)]
-    parts += [(p, n) for layer, n in distinct_layers(spec) for p in layer_parts(spec, layer)]
-    parts += [(p, 1) for p in head_parts(spec)]
+    sums = [(_sums(tuple(embedding_parts(spec))), 1)]
+    sums += [(_layer_sums(layer_key(spec, layer)), n) for layer, n in distinct_layers(spec)]
+    sums += [(_sums(tuple(head_parts(spec))), 1)]
+    active = embedding = 0
+    by_key: dict[str, int] = {}
+    for (stored, active_part, embedding_part), n in sums:
+        for name, params in stored:
+            by_key[name] = by_key.get(name, 0) + params * n
+        active += active_part * n
+        embedding += embedding_part * n
     return ParamCount(
-        total=sum(p.params * p.copies * n for p, n in parts),
-        active=sum(p.params * p.active * n for p, n in parts),
-        embedding=sum(p.params * n for p, n in parts if group_of(p.name) == "embedding"),
-        breakdown=_breakdown(parts),
+        total=sum(by_key.values()), active=active, embedding=embedding,
+        # stable sort: keys keep their first-seen order inside each group
+        breakdown=dict(sorted(by_key.items(), key=lambda kv: _GROUP_RANK[group_of(kv[0])])),
         tied_head=spec.vocab_size * spec.d_model if spec.tie_embeddings else 0,
         mtp=spec.mtp_layers * sum(p.params * p.copies for p in mtp_parts(spec))
         if spec.mtp_layers else 0)
 
 
-def _breakdown(parts: list[tuple[Part, int]]) -> dict[str, int]:
-    totals: dict[str, int] = {}
-    for p, n in parts:
-        totals[p.name] = totals.get(p.name, 0) + p.params * p.copies * n
-    # Stable sort: keys keep their first-seen order inside each group.
-    return dict(sorted(totals.items(), key=lambda kv: GROUPS.index(group_of(kv[0]))))
+_GROUP_RANK = {g: i for i, g in enumerate(GROUPS)}
+
+
+def _sums(parts: tuple[Part, ...]) -> tuple[tuple[tuple[str, int], ...], int, int]:
+    """Of some parts: the stored parameters by key (first-seen order), the active ones, and
+    those of the embedding group."""
+    stored: dict[str, int] = {}
+    active = embedding = 0
+    for p in parts:
+        stored[p.name] = stored.get(p.name, 0) + p.params * p.copies
+        active += p.params * p.active
+        if group_of(p.name) == "embedding":
+            embedding += p.params
+    return tuple(stored.items()), active, embedding
+
+
+@functools.lru_cache(maxsize=4096)  # keyed as the parts: a few layers, over a sweep's variants
+def _layer_sums(key: tuple) -> tuple[tuple[tuple[str, int], ...], int, int]:
+    return _sums(parts_of_layer(key))

@@ -22,11 +22,12 @@ Conventions (named in the record, `Conventions`):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from archscope.errors import InputError
 from archscope.estimate.dtypes import WEIGHT_DTYPES, canonical_dtype, nbytes
 from archscope.estimate.flops import (MLA_CONVENTIONS, FlopCount, decode_flops, prefill_flops,
-                                      training_flops)
+                                      training_flops, training_of)
 from archscope.estimate.kv_cache import (KVCache, decompressed_elements_per_token, kv_cache,
                                          kv_elements_per_token, mha_elements_per_token)
 from archscope.estimate.memory import InferenceMemory, compute_dtype, inference_memory
@@ -106,12 +107,24 @@ class ModelRecord:
     moe: bool
     conventions: Conventions
     params: ParamCount
-    cache_groups: tuple[CacheGroup, ...]
-    state_groups: tuple[StateGroup, ...]  # empty without state mixers
     kv_cache_bytes_per_token: int  # one more token of context, all layers, one sequence
     weights_bytes: int  # at the weight dtype
-    weights_by_dtype: dict[str, int]
-    contexts: tuple[AtContext, ...] = field(default_factory=tuple)
+    contexts: tuple[AtContext, ...]
+    spec: ModelSpec = field(repr=False, compare=False)  # what the groups below are read from
+
+    # The layer groups and the weights at every dtype: for the tables that show them, computed
+    # when first asked (a sweep's rows never ask), then kept.
+    @cached_property
+    def cache_groups(self) -> tuple[CacheGroup, ...]:
+        return _cache_groups(self.spec, self.conventions.cache_dtype)
+
+    @cached_property
+    def state_groups(self) -> tuple[StateGroup, ...]:  # empty without state mixers
+        return _state_groups(self.spec, self.conventions.weight_dtype)
+
+    @cached_property
+    def weights_by_dtype(self) -> dict[str, int]:
+        return {d: nbytes(self.params.total, d) for d in WEIGHT_DTYPES}
 
     def at(self, seq_len: int) -> AtContext:
         for c in self.contexts:
@@ -142,24 +155,31 @@ class ModelRecord:
 
 def _variants(spec: ModelSpec) -> str:
     """The layers' mixers: 'GQA', 'GQA+MHA', or a hybrid's 'Mamba-2+GQA' (state mixers first)."""
-    states = (mixer_kind(layer.state.kind).display for layer in spec.plan if layer.state)
-    attns = (layer.attention.variant for layer in spec.plan if layer.attention)
+    layers = [layer for layer, _ in spec.distinct_layers]  # in order of first appearance
+    states = (mixer_kind(layer.state.kind).display for layer in layers if layer.state)
+    attns = (layer.attention.variant for layer in layers if layer.attention)
     return "+".join(dict.fromkeys([*states, *attns]))
 
 
-def cache_groups(spec: ModelSpec, cache_dtype: str) -> tuple[CacheGroup, ...]:
+def _cache_groups(spec: ModelSpec, cache_dtype: str) -> tuple[CacheGroup, ...]:
     """The attention layers grouped by what they cache per token (state layers cache none)."""
+    attentions = [layer.attention for layer in spec.plan]
+    # layers share spec objects (a few in all): each object's layers, then equal specs built
+    # apart merged into one group
+    objects = {id(a): a for a in attentions if a is not None}
     groups: dict = {}
-    for layer in spec.plan:
-        if layer.attention is not None:
-            groups.setdefault(layer.attention, []).append(layer.index)
+    for attention in objects.values():
+        groups.setdefault(attention, []).extend(
+            i for i, other in enumerate(attentions) if other is attention)
+    for indices in groups.values():
+        indices.sort()
     return tuple(CacheGroup(tuple(idx), a.variant, a.window, kv_elements_per_token(a),
                             decompressed_elements_per_token(a), mha_elements_per_token(a),
                             nbytes(kv_elements_per_token(a), cache_dtype))
                  for a, idx in groups.items())
 
 
-def state_groups(spec: ModelSpec, weight_dtype: str) -> tuple[StateGroup, ...]:
+def _state_groups(spec: ModelSpec, weight_dtype: str) -> tuple[StateGroup, ...]:
     """The state-mixer layers grouped by what one sequence's state holds (estimate/state.py)."""
     groups: dict = {}
     for index, parts in state_bytes_by_layer(spec, compute_dtype(weight_dtype)).items():
@@ -196,14 +216,17 @@ def _by_mla(spec: ModelSpec, n: int) -> dict[str, int]:
 def _at(spec: ModelSpec, n: int, v: Conventions, state: int, weights: int) -> AtContext:
     """The record at context n; `state`: the batch's constant state and `weights` the weight
     bytes (the same at every n)."""
+    prefill = prefill_flops(spec, n, v.batch, attention=v.attention_flops, mla="naive")
+    # training per token is the same at any batch (every term scales with it), so a causal
+    # prefill of the batch serves; a full-attention one does not (training is causal)
+    training = training_of(prefill) if v.attention_flops == "causal" else training_flops(spec, n)
     return AtContext(
         seq_len=n, exceeds_context=n > spec.max_seq_len,
         cache=kv_cache(spec, n, v.batch, v.cache_dtype),
         state_bytes=state,
         decode=decode_flops(spec, n, 1, mla=v.mla_flops),
         decode_by_mla=_by_mla(spec, n),
-        prefill=prefill_flops(spec, n, v.batch, attention=v.attention_flops, mla="naive"),
-        training_flops_per_token=round(training_flops(spec, n).per_token),
+        prefill=prefill, training_flops_per_token=round(training.per_token),
         memory=inference_memory(spec, n, v.batch, v.weight_dtype, kv_dtype=v.cache_dtype,
                                 weights=weights))
 
@@ -226,10 +249,6 @@ def model_record(spec: ModelSpec, contexts=(DEFAULT_CONTEXT,), batch: int = 1,
     contexts = tuple(_at(spec, n, v, state, weights) for n in lengths)
     return ModelRecord(
         model=spec.name, attention=_variants(spec), moe=spec.moe, conventions=v, params=params,
-        cache_groups=cache_groups(spec, v.cache_dtype),
-        state_groups=state_groups(spec, v.weight_dtype),
         # one more token's bytes, at any context: the elements every layer caches per token
         kv_cache_bytes_per_token=contexts[0].cache.bytes_per_token,
-        weights_bytes=weights,
-        weights_by_dtype={d: nbytes(params.total, d) for d in WEIGHT_DTYPES},
-        contexts=contexts)
+        weights_bytes=weights, contexts=contexts, spec=spec)

@@ -15,16 +15,22 @@ from __future__ import annotations
 
 from archscope.estimate.dtypes import canonical_dtype, nbytes
 from archscope.kinds import mixer_kind
-from archscope.spec import ModelSpec
+from archscope.spec import LayerPlan, ModelSpec
 
 
 def state_bytes_by_layer(spec: ModelSpec, dtype: str = "bf16") -> dict[int, dict[str, int]]:
     """Layer index -> {state part: bytes} for one sequence, activations in `dtype`."""
     act_bytes = nbytes(1, canonical_dtype(dtype))
-    return {layer.index: mixer_kind(layer.state.kind).state_bytes(layer.state, act_bytes)
-            for layer in spec.plan if layer.state is not None}
+    return {layer.index: _state_of(layer, act_bytes) for layer in spec.plan
+            if layer.state is not None}
 
 
 def state_bytes(spec: ModelSpec, batch: int = 1, dtype: str = "bf16") -> int:
     """Bytes of every state-mixer layer's state for `batch` sequences (0 without any)."""
-    return batch * sum(sum(parts.values()) for parts in state_bytes_by_layer(spec, dtype).values())
+    act_bytes = nbytes(1, canonical_dtype(dtype))
+    return batch * sum(count * sum(_state_of(layer, act_bytes).values())  # alike layers once
+                       for layer, count in spec.distinct_layers if layer.state is not None)
+
+
+def _state_of(layer: LayerPlan, act_bytes: int) -> dict[str, int]:
+    return mixer_kind(layer.state.kind).state_bytes(layer.state, act_bytes)

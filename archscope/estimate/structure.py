@@ -62,11 +62,21 @@ def _mixer_parts(attention, state, d: int) -> list[Part]:
 def layer_parts(spec: ModelSpec, layer: LayerPlan) -> list[Part]:
     """One decoder layer: its mixer, its FFN, and its norms (two, or four for a sandwich; half
     of them in a layer with one sublayer, Nemotron-H's)."""
-    return list(_layer_parts(spec.d_model, spec.norm, layer.attention, layer.state, layer.ffn))
+    return list(parts_of_layer(layer_key(spec, layer)))
 
 
-# Parts depend on the layer's components, not its index: most layers of a model (and of every
-# variant of a sweep) repeat a few, and the estimators ask for each layer several times.
+def layer_key(spec: ModelSpec, layer: LayerPlan) -> tuple:
+    """What a layer's parts depend on: the model's width and norms, the layer's mixer and FFN
+    (not its index). Most layers of a model, and of every variant of a sweep, repeat a few,
+    so the per-layer sums of the estimators are cached on this key."""
+    return (spec.d_model, spec.norm, layer.attention, layer.state, layer.ffn)
+
+
+def parts_of_layer(key: tuple) -> tuple[Part, ...]:
+    """The parts of a layer given its `layer_key` (shared: never modify them)."""
+    return _layer_parts(*key)
+
+
 @functools.lru_cache(maxsize=4096)
 def _layer_parts(d: int, norm_spec: NormSpec, attention, state, ffn) -> tuple[Part, ...]:
     has_mixer = attention is not None or state is not None

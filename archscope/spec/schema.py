@@ -87,15 +87,17 @@ class ModelSpec:
                 raise SpecError(err.detail, key=f"layers[{k}].select") from None
             require(picks <= LAYER_PICKS_MAX, "layers", f"the overrides pick more than "
                     f"{LAYER_PICKS_MAX:,} layers in all, beyond the limit ({LIMITS})")
-        for layer in self.plan:
+        checked: set[int] = set()  # the plan shares attention specs: each checked once, at
+        for layer in self.plan:    # its first layer (the check reads the spec, not the index)
             if layer.position.kind != self.position.kind:
                 raise SpecError(f"layer {layer.index}'s position kind {layer.position.kind!r} "
                                 f"differs from the model's {self.position.kind!r}: a layer may "
                                 "change RoPE's theta and scaling only (a NoPE layer is "
                                 "attention.rope: false)", key="layers")
-            if layer.attention is not None:
+            if layer.attention is not None and id(layer.attention) not in checked:
+                checked.add(id(layer.attention))
                 self._check_attention_layer(layer)
-        if self.mixer is not None and not any(layer.state for layer in self.plan):
+        if self.mixer is not None and not self.hybrid:
             raise SpecError(f"the state mixer {self.mixer.kind!r} is no layer's mixer (every "
                             "layer says mixer: attention or none): leave `mixer` out",
                             key="mixer")
@@ -134,18 +136,21 @@ class ModelSpec:
         """The per-layer plan: the spec's attention and ffn with `layers` overrides applied."""
         from archscope.spec.fields import from_mapping, to_mapping
 
-        attn = [None] * self.n_layers
-        ffn = [None] * self.n_layers
-        pos = [None] * self.n_layers
-        notes: list[str | None] = [None] * self.n_layers
+        n = self.n_layers
+        # per layer, the overrides (by index in `layers`) that patch its attention, ffn and
+        # position, in order: layers patched alike share one chain, built once below
+        attn: list[tuple[int, ...]] = [()] * n
+        ffn: list[tuple[int, ...]] = [()] * n
+        pos: list[tuple[int, ...]] = [()] * n
+        notes: list[str | None] = [None] * n
         default = self.mixer.kind if self.mixer is not None else ATTENTION
-        mixers = [default] * self.n_layers
-        no_ffn = [False] * self.n_layers
+        mixers = [default] * n
+        no_ffn = [False] * n
         patched_attention: dict[int, str] = {}  # layer -> the override that patched it
         for k, override in enumerate(self.layers):
             key = f"layers[{k}]"
             try:
-                indices = override.indices(self.n_layers)
+                indices = override.indices(n)
             except SpecError as err:
                 raise SpecError(err.detail, key=f"{key}.select") from None
             if override.mixer is not None:
@@ -154,49 +159,63 @@ class ModelSpec:
                 if override.mixer is not None:
                     mixers[i] = override.mixer
                 if override.attention is not None:
-                    attn[i] = _patch(attn[i] or to_mapping(self.attention), override.attention)
+                    attn[i] += (k,)
                     patched_attention[i] = key
                 if override.ffn == NONE:
                     no_ffn[i] = True
                 elif override.ffn is not None:
                     no_ffn[i] = False
-                    ffn[i] = _patch(ffn[i] or to_mapping(self.ffn), override.ffn)
+                    ffn[i] += (k,)
                 if override.position is not None:
-                    pos[i] = _patch(pos[i] or to_mapping(self.position), override.position)
+                    pos[i] += (k,)
                 if override.note is not None:
                     notes[i] = override.note
         for i, key in patched_attention.items():
             require(mixers[i] == ATTENTION, key + ".attention",
                     f"patches the attention of layer {i}, whose mixer is {mixers[i]!r}")
-        for i in range(self.n_layers):
-            require(mixers[i] != NONE or not no_ffn[i], "layers",
-                    f"layer {i} has neither a mixer nor an FFN")
-        cache: dict = {}
+        for i in range(n):  # an if, not require: no message built per layer
+            if mixers[i] == NONE and no_ffn[i]:
+                raise SpecError(f"layer {i} has neither a mixer nor an FFN", key="layers")
+        by_chain: dict = {}
+        by_value: dict = {}
 
-        def build(cls, patched, base, key):
-            if patched is None:
-                return base
-            # keys by repr: a hostile override may mix str with int/None keys (from_mapping
-            # then names the unknown key), which do not sort together
-            ident = (cls, repr(sorted(patched.items(), key=lambda item: repr(item[0]))))
-            if ident not in cache:
-                cache[ident] = from_mapping(cls, patched, key)
-            return cache[ident]
+        def build(cls, base, part: str, chain: tuple[int, ...]):
+            """`base` with the overrides in `chain` patched over it, in order; equal patched
+            mappings give one object."""
+            if (part, chain) not in by_chain:
+                patched = to_mapping(base)
+                for k in chain:
+                    patched = _patch(patched, getattr(self.layers[k], part))
+                # keys by repr: a hostile override may mix str with int/None keys
+                # (from_mapping then names the unknown key), which do not sort together
+                ident = (cls, repr(sorted(patched.items(), key=lambda item: repr(item[0]))))
+                if ident not in by_value:
+                    by_value[ident] = from_mapping(cls, patched, f"layers.{part}")
+                by_chain[part, chain] = by_value[ident]
+            return by_chain[part, chain]
 
-        return tuple(
-            LayerPlan(i,
-                      build(AttentionSpec, attn[i], self.attention, "layers.attention")
-                      if mixers[i] == ATTENTION else None,
-                      None if no_ffn[i] else build(FFNSpec, ffn[i], self.ffn, "layers.ffn"),
-                      build(PositionSpec, pos[i], self.position, "layers.position"), notes[i],
-                      self.mixer if mixers[i] not in (ATTENTION, NONE) else None)
-            for i in range(self.n_layers))
+        plan = []
+        for i, mixer, a, f, p, without_ffn, note in zip(range(n), mixers, attn, ffn, pos, no_ffn,
+                                                         notes):
+            attention = layer_ffn = state = None  # an unpatched part: the model's own object
+            if mixer == ATTENTION:
+                attention = build(AttentionSpec, self.attention, "attention", a) if a \
+                    else self.attention
+            elif mixer != NONE:
+                state = self.mixer
+            if not without_ffn:
+                layer_ffn = build(FFNSpec, self.ffn, "ffn", f) if f else self.ffn
+            position = build(PositionSpec, self.position, "position", p) if p else self.position
+            plan.append(LayerPlan(i, attention, layer_ffn, position, note, state))
+        return tuple(plan)
 
     @cached_property
     def distinct_layers(self) -> tuple[tuple[LayerPlan, int], ...]:
         """The plan's layers that differ in their parts (mixer and FFN), each with how many
         layers are like it, in plan order: sums over layers become sums over these. Cached:
         every estimate asks, and comparing frozen parts layer by layer is not free."""
+        if not self.layers:  # no overrides: every layer holds the model's own parts
+            return ((self.plan[0], self.n_layers),)
         by_object: dict = {}  # the plan shares one object per distinct part: group by identity
         for layer in self.plan:
             ident = (id(layer.attention), id(layer.state), id(layer.ffn))
@@ -221,15 +240,16 @@ class ModelSpec:
             raise SpecError(f"expected one of {', '.join(allowed)}, got {quote(word)}{hint}",
                             key=key)
 
-    # Derived quantities: properties, never stored.
-    @property
+    # Derived quantities: properties, never stored (the two the estimators ask on every call
+    # are cached with the plan they read).
+    @cached_property
     def hybrid(self) -> bool:
         """Some layer's mixer is a state mixer."""
-        return any(layer.state is not None for layer in self.plan)
+        return any(layer.state is not None for layer, _ in self.distinct_layers)
 
-    @property
+    @cached_property
     def moe(self) -> bool:
-        return any(layer.is_moe for layer in self.plan)
+        return any(layer.is_moe for layer, _ in self.distinct_layers)
 
     @property
     def mults(self) -> Multipliers:

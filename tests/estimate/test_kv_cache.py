@@ -27,6 +27,24 @@ def test_window_caps_the_tokens_held(tiny):
     assert kv_cache(spec, seq_len=3, dtype="fp32").tokens_held == (3, 3)
 
 
+def test_equal_attention_specs_built_apart_cache_alike(tiny):
+    # Layer 1's override restates the model's head count and layer 2's sets a window, then
+    # layer 3's lifts it again: layers 1 and 3 hold attention specs equal to the model's but
+    # built apart (other objects). Every layer must still be priced, by value, not by object.
+    spec = tiny(n_layers=4, layers=[{"select": "1:2", "attention": {"n_kv_heads": 2}},
+                                    {"select": "2:4", "attention": {"window": 4}},
+                                    {"select": "3:4", "attention": {"window": None}}])
+    plain = [layer.attention for layer in spec.plan]
+    assert plain[1] == plain[3] == plain[0] and plain[1] is not plain[0]
+    c = kv_cache(spec, seq_len=10, dtype="fp32")
+    assert c.tokens_held == (10, 10, 4, 10)
+    assert c.elements_per_token == (16, 16, 16, 16)
+    assert c.bytes_per_layer == (640, 640, 256, 640)
+    assert c.bytes == sum(c.bytes_per_layer) == kv_cache_bytes(spec, 10, 1, "fp32")
+    # every query head its own K and V: 4 heads x 4 dims x 2, over the 34 tokens held
+    assert c.mha_bytes == sum(c.mha_bytes_per_layer) == (10 + 10 + 4 + 10) * (4 * 4 * 2) * 4
+
+
 def test_tiny_mla(tiny):
     # latent 6 + shared RoPE key 2 = 8; decompressed: 4 heads x (4+2) K + 4 heads x 3 V = 36.
     c = kv_cache(tiny(attention=tiny.MLA), seq_len=5, dtype="bf16")

@@ -119,3 +119,14 @@ def test_importing_the_estimators_does_not_import_torch():
     code = "import archscope.estimate, sys; assert 'torch' not in sys.modules, 'torch imported'"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_cache_groups_gather_equal_attention_specs_built_apart(tiny):
+    # layers 1 and 3 restate the model's attention through overrides (objects apart from the
+    # model's, equal in value): they cache alike, so one group with layer 0; layer 2 windowed
+    spec = tiny(n_layers=4, layers=[{"select": "1:2", "attention": {"n_kv_heads": 2}},
+                                    {"select": "2:4", "attention": {"window": 4}},
+                                    {"select": "3:4", "attention": {"window": None}}])
+    groups = model_record(spec, 10).cache_groups
+    assert [(g.layers, g.window) for g in groups] == [((0, 1, 3), None), ((2,), 4)]
+    assert model_record(spec, 10).attention == "GQA"
