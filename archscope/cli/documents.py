@@ -94,7 +94,7 @@ def report(out, data_dir, claims_dir):
 
     from archscope.report import inputs
     from archscope.report.pages.build import build_reports
-    from archscope.report.pages.profiles import load_profiles
+    from archscope.report.pages.profiles import load_benchmarks, load_profiles
     from archscope.spec import load_spec, preset_names
 
     data_dir = Path(data_dir) if data_dir else inputs.default_data_dir()
@@ -103,11 +103,12 @@ def report(out, data_dir, claims_dir):
         if not folder.is_dir():
             click.echo(f"warning: {folder} does not exist: {what}", err=True)
     specs = [load_spec(name) for name in preset_names()]
-    profiles = load_profiles(data_dir)
+    profiles, benchmarks = load_profiles(data_dir), load_benchmarks(data_dir)
     claims = _claims_page(claims_dir)
     with tqdm(total=len(specs) + 2, desc="report", unit="step", file=sys.stderr, leave=False,
               disable=None) as bar:
-        files = build_reports(specs, profiles, claims, progress=lambda _label: bar.update())
+        files = build_reports(specs, profiles, claims, progress=lambda _label: bar.update(),
+                              benchmarks=benchmarks)
     files.update(inputs.input_files(claims_dir, data_dir))
     write_tree_atomic(out, files, what="--out folder")  # all files, or none of them
     click.echo(f"wrote {len(files)} files under {out}", err=True)

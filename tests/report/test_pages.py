@@ -7,9 +7,10 @@ import json
 import pytest
 from report_tables import IMAGE, LINK, MERMAID, generated_files, mermaid_problems
 
+from archscope.errors import InputError
 from archscope.report.diagrams.mermaid import block_diagram, model_diagram
 from archscope.report.records import structure_groups
-from archscope.report.pages.profiles import load_profiles, profiles_page
+from archscope.report.pages.profiles import load_benchmarks, load_profiles, profiles_page
 from archscope.spec import load_spec, preset_names
 
 
@@ -76,3 +77,28 @@ def test_profiles_page_tolerates_missing_keys(tmp_path):
     assert "| gpt2" in text and "40.2" in text and "x86_64, 4 threads" in text
     assert "1.000" in text  # measured / estimated
     assert "—" in text  # the keys it lacks
+
+
+def test_the_quantized_benchmark_renders_under_the_profiles(tmp_path):
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    row = {"format": "int8", "tokens_per_s": 16.33, "ratio_to_bf16": 1.97,
+           "ratio_to_bf16_min": 1.79, "ratio_to_bf16_max": 1.98,
+           "weight_bytes_per_step": 1_499_300_000, "achieved_bytes_per_s": 24_490_000_000,
+           "predicted_tokens_per_s": 17.0, "predicted_bound": "memory",
+           "prediction_error": 0.041, "logits_vs_bf16": {
+               "max_abs": 0.295, "mean_abs": 0.0524, "greedy_token_agrees": True}}
+    (folder / "quantized_decode-cpu.json").write_text(json.dumps({
+        "command": "python benchmarks/quantized_decode.py --runs 3", "title": "llama-3.2-1b",
+        "machine": {"cpu": "x86_64", "cores": 2}, "formats": [row]}))
+    (folder / "other.json").write_text(json.dumps({"formats": [row]}))  # not one it knows
+    benchmarks = load_benchmarks(tmp_path)
+    assert list(benchmarks) == ["other.json", "quantized_decode-cpu.json"]
+    text = profiles_page([], benchmarks)
+    assert text.count("## Weight-only quantized decode against bf16") == 1
+    assert "| int8" in text and "1.79-1.98" in text and "+4.1%" in text
+    assert "1,499.3" in text and "24.49" in text and "0.295 / 0.0524 (same)" in text
+    assert "`python benchmarks/quantized_decode.py --runs 3`" in text
+    (folder / "bad.json").write_text("[1, 2]")
+    with pytest.raises(InputError, match="bad.json: expected a JSON object"):
+        load_benchmarks(tmp_path)

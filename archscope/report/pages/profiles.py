@@ -7,6 +7,10 @@ A profile file is a JSON object (or a list of them) with at least `model` and `d
 other file in the folder (estimates.json) is not a profile and is skipped. Every other key is
 optional: a missing one shows as a dash, so records from older or newer versions still render.
 Machine details appear only as the data files state them.
+
+Benchmark runs (`benchmarks/*.py --json reports/data/benchmarks/NAME.json`) are read by
+`load_benchmarks`; the page shows those it knows (QUANTIZED: benchmarks/quantized_decode.py)
+under their own headings, each with the command that made it.
 """
 
 from __future__ import annotations
@@ -115,15 +119,73 @@ MEMORY = [
 ]
 
 
+def load_benchmarks(folder: Path) -> dict[str, dict]:
+    """{file name: JSON object} of every reports/data/benchmarks/*.json, by name."""
+    out = {}
+    for path in sorted((Path(folder) / "benchmarks").glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise InputError(f"{path}: not a readable JSON file ({err})") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+        out[path.name] = data
+    return out
+
+
+QUANTIZED = "quantized_decode"  # benchmarks/quantized_decode.py's files: quantized_decode*.json
+
+
+def _logits(r: dict) -> str:
+    d = r.get("logits_vs_bf16")
+    if not d:
+        return DASH
+    token = "same" if d.get("greedy_token_agrees") else "differs"
+    return f"{d['max_abs']:.3f} / {d['mean_abs']:.4f} ({token})"
+
+
+QUANTIZED_COLUMNS = [
+    ("format", _get("format"), "l"), ("decode tok/s", _get("tokens_per_s", _num(2)), "r"),
+    ("x bf16", _get("ratio_to_bf16", _num(2)), "r"),
+    ("x bf16 (min-max)", lambda r: f"{r['ratio_to_bf16_min']:.2f}-{r['ratio_to_bf16_max']:.2f}"
+     if r.get("ratio_to_bf16_min") is not None else DASH, "r"),
+    ("weight MB / step", _get("weight_bytes_per_step", lambda x: f"{x / 1e6:,.1f}"), "r"),
+    ("GB/s", _get("achieved_bytes_per_s", lambda x: f"{x / 1e9:.2f}"), "r"),
+    ("roofline tok/s", _get("predicted_tokens_per_s", _num(2)), "r"),
+    ("bound", _get("predicted_bound"), "l"),
+    ("roofline error", _get("prediction_error", lambda x: f"{100 * x:+.1f}%"), "r"),
+    ("logits vs bf16: max / mean abs (greedy token)", _logits, "l"),
+]
+
+
+def _quantized_sections(benchmarks: dict[str, dict]) -> list[str]:
+    out = []
+    for name, data in benchmarks.items():
+        if not name.startswith(QUANTIZED):
+            continue
+        machine = data.get("machine") or {}
+        note = (f"{data.get('title', DASH)}; {machine.get('cpu', DASH)}, "
+                f"{machine.get('cores', DASH)} cores. Rounds alternate the formats; tok/s is the "
+                "median round, x bf16 the median of the per-round ratios. Roofline: what "
+                "`archscope profile --hardware local` predicts for the run (this machine's "
+                "kernels in each format at the model's shapes, so dequantisation is in their "
+                "time); error = predicted / measured - 1. GB/s: weight bytes a step reads x "
+                f"tok/s. Command: `{data.get('command', DASH)}`; data: `data/benchmarks/{name}`.")
+        out.append(section("Weight-only quantized decode against bf16",
+                           table(data.get("formats", []), QUANTIZED_COLUMNS), note))
+    return out
+
+
 def _order(r: dict) -> tuple:
     return (str(r.get("device")), str(r.get("model")), str(r.get("dtype")), r["_file"])
 
 
-def profiles_page(records: list[dict]) -> str:
+def profiles_page(records: list[dict], benchmarks: dict[str, dict] | None = None) -> str:
     head = f"# Measured profiles\n\n{GENERATED}\n\nBack to [the comparison](comparison.md).\n"
+    extra = _quantized_sections(benchmarks or {})
     if not records:
         return page(head, "No profile results yet: run `archscope profile MODEL --save` to add "
-                          "one to `reports/data/`, then `archscope report`.\n")
+                          "one to `reports/data/`, then `archscope report`.\n", *extra)
     rows = sorted(records, key=_order)
     runtime_note = ("medians over the timed repeats after warm-up; decode tok/s counts every "
                     "sequence of the batch; predicted: the roofline of the named hardware "
@@ -131,4 +193,4 @@ def profiles_page(records: list[dict]) -> str:
     memory_note = ("MiB = 2^20 bytes; KV cache estimated by archscope.estimate.kv_cache_bytes for "
                    "the same cache length and dtype; HF columns only for runs with --compare-hf.")
     return page(head, section("Runtime", table(rows, RUNTIME), runtime_note),
-                section("Memory and agreement", table(rows, MEMORY), memory_note))
+                section("Memory and agreement", table(rows, MEMORY), memory_note), *extra)
