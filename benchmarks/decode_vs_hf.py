@@ -32,7 +32,10 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import platform
+import shlex
 import statistics
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,11 +203,17 @@ def main() -> None:
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
         with open(a.json, "w") as f:
-            json.dump({"model": spec.name, "overrides": a.overrides, "runs": a.runs,
+            json.dump({"what": "archscope's decode and prefill against transformers' class on "
+                               "the same weights, pairs interleaved (benchmarks/decode_vs_hf.py)",
+                       "command": "python benchmarks/decode_vs_hf.py " + " ".join(
+                           shlex.quote(arg) for arg in sys.argv[1:]),
+                       "cpu": platform.processor() or platform.machine(),
+                       "model": spec.name, "overrides": a.overrides, "runs": a.runs,
                        "device": str(device), "gpu_name": gpu,
                        "new_tokens": a.new_tokens, "hf_cache": a.hf_cache, "step": a.step,
                        "threads": torch.get_num_threads(), "torch": torch.__version__,
                        "results": results}, f, indent=2)
+            f.write("\n")
 
 
 if __name__ == "__main__":

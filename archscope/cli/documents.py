@@ -94,7 +94,8 @@ def report(out, data_dir, claims_dir):
 
     from archscope.report import inputs
     from archscope.report.pages.build import build_reports
-    from archscope.report.pages.profiles import load_benchmarks, load_profiles
+    from archscope.report.pages.benchmarks import load_benchmarks
+    from archscope.report.pages.profiles import load_profiles
     from archscope.spec import load_spec, preset_names
 
     data_dir = Path(data_dir) if data_dir else inputs.default_data_dir()

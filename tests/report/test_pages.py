@@ -10,7 +10,8 @@ from report_tables import IMAGE, LINK, MERMAID, generated_files, mermaid_problem
 from archscope.errors import InputError
 from archscope.report.diagrams.mermaid import block_diagram, model_diagram
 from archscope.report.records import structure_groups
-from archscope.report.pages.profiles import load_benchmarks, load_profiles, profiles_page
+from archscope.report.pages.benchmarks import benchmark_sections, load_benchmarks
+from archscope.report.pages.profiles import load_profiles, profiles_page
 from archscope.spec import load_spec, preset_names
 
 
@@ -94,7 +95,7 @@ def test_the_quantized_benchmark_renders_under_the_profiles(tmp_path):
     (folder / "other.json").write_text(json.dumps({"formats": [row]}))  # not one it knows
     benchmarks = load_benchmarks(tmp_path)
     assert list(benchmarks) == ["other.json", "quantized_decode-cpu.json"]
-    text = profiles_page([], benchmarks)
+    text = profiles_page([], benchmark_sections(benchmarks))
     assert text.count("## Weight-only quantized decode against bf16") == 1
     assert "| int8" in text and "1.79-1.98" in text and "+4.1%" in text
     assert "1,499.3" in text and "24.49" in text and "0.295 / 0.0524 (same)" in text
@@ -102,3 +103,30 @@ def test_the_quantized_benchmark_renders_under_the_profiles(tmp_path):
     (folder / "bad.json").write_text("[1, 2]")
     with pytest.raises(InputError, match="bad.json: expected a JSON object"):
         load_benchmarks(tmp_path)
+
+
+def test_the_versus_transformers_benchmark_renders_decode_and_prefill_cases(tmp_path):
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    decode = {"case": "decode:b1:p128:fp32", "errors": [], "same_tokens": True,
+              "ratios": [1.02, 0.98, 1.05], "archscope_tokens_per_s": [3.3, 3.2, 3.4],
+              "transformers_tokens_per_s": [3.2, 3.3, 3.1],
+              "archscope_bytes_per_s": [16.3e9, 15.8e9, 16.8e9],
+              "fraction_of_gemv": [0.91, 0.88, 0.93]}
+    prefill = {"case": "prefill:b1:p1024:bf16", "errors": ["faster than the wall"],
+               "same_tokens": False, "ratios": [1.01], "archscope_prefill_s": [17.6],
+               "transformers_prefill_s": [17.4]}
+    (folder / "decode_vs_hf-cpu.json").write_text(json.dumps({
+        "command": "python benchmarks/decode_vs_hf.py --runs 3", "model": "llama-3.2-1b",
+        "overrides": ["n_layers=4"], "cpu": "x86_64", "device": "cpu", "threads": 2,
+        "results": [decode, prefill]}))
+    text = profiles_page([], benchmark_sections(load_benchmarks(tmp_path)))
+    assert "## Decode and prefill against transformers" in text
+    rows = [line for line in text.splitlines() if line.startswith("| decode:") or
+            line.startswith("| prefill:")]
+    assert len(rows) == 2
+    assert "3.30 tok/s" in rows[0] and "3.20 tok/s" in rows[0] and "1.020" in rows[0]
+    assert "0.980-1.050" in rows[0] and "16.30" in rows[0] and "91.0%" in rows[0]
+    assert "17.600 s" in rows[1] and "| no " in rows[1] and rows[1].rstrip("| ").endswith("1")
+    assert "llama-3.2-1b (--set n_layers=4)" in text
+    assert "`python benchmarks/decode_vs_hf.py --runs 3`" in text

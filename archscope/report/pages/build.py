@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Iterable
 
+from archscope.report.pages.benchmarks import benchmark_sections
 from archscope.report.pages.comparison import comparison_page
 from archscope.report.costs import (DIVE_LENGTHS, below_context, cost_record, details_record,
                                     report_record)
@@ -64,7 +65,7 @@ def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
                   claims_page: str | None = None, progress: Progress | None = None,
                   benchmarks: dict[str, dict] | None = None) -> dict[str, bytes]:
     """The report files. `profiles`: profiles.load_profiles records; `claims_page`: the rendered
-    claims check (claims.md), or None to leave it out; `benchmarks`: profiles.load_benchmarks."""
+    claims check (claims.md), or None to leave it out; `benchmarks`: benchmarks.load_benchmarks."""
     tick = progress or (lambda _label: None)
     specs = sorted(specs, key=lambda s: s.name)
     records = model_records(specs)
@@ -77,7 +78,7 @@ def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
     if claims_page is not None:
         extra["Claims check of the explainers"] = "claims.md"
     text = {"comparison.md": comparison_page(records, PATHS, extra),
-            "profiles.md": profiles_page(profiles, benchmarks),
+            "profiles.md": profiles_page(profiles, benchmark_sections(benchmarks or {})),
             ESTIMATES: estimates_json(records, dives)}
     text["deployment.md"], text[DEPLOYMENT] = deployment_files(specs)
     docs = document_records({s.name: s for s in specs})

@@ -1,0 +1,133 @@
+"""reports/profiles.md's benchmark sections: the runs committed under
+reports/data/benchmarks/ by `benchmarks/*.py --json`, shown under their own headings, each with
+the command that made it. Known: QUANTIZED (benchmarks/quantized_decode.py) and VERSUS_HF
+(benchmarks/decode_vs_hf.py); a file of another benchmark is read but not shown.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from archscope.errors import InputError
+from archscope.report.pages.markdown import DASH, section, table
+from archscope.report.pages.profiles import decimals, key_cell
+
+
+def load_benchmarks(folder: Path) -> dict[str, dict]:
+    """{file name: JSON object} of every reports/data/benchmarks/*.json, by name."""
+    out = {}
+    for path in sorted((Path(folder) / "benchmarks").glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise InputError(f"{path}: not a readable JSON file ({err})") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+        out[path.name] = data
+    return out
+
+
+QUANTIZED = "quantized_decode"  # benchmarks/quantized_decode.py's files: quantized_decode*.json
+
+
+def _logits(r: dict) -> str:
+    d = r.get("logits_vs_bf16")
+    if not d:
+        return DASH
+    token = "same" if d.get("greedy_token_agrees") else "differs"
+    return f"{d['max_abs']:.3f} / {d['mean_abs']:.4f} ({token})"
+
+
+QUANTIZED_COLUMNS = [
+    ("format", key_cell("format"), "l"), ("decode tok/s", key_cell("tokens_per_s", decimals(2)), "r"),
+    ("x bf16", key_cell("ratio_to_bf16", decimals(2)), "r"),
+    ("x bf16 (min-max)", lambda r: f"{r['ratio_to_bf16_min']:.2f}-{r['ratio_to_bf16_max']:.2f}"
+     if r.get("ratio_to_bf16_min") is not None else DASH, "r"),
+    ("weight MB / step", key_cell("weight_bytes_per_step", lambda x: f"{x / 1e6:,.1f}"), "r"),
+    ("GB/s", key_cell("achieved_bytes_per_s", lambda x: f"{x / 1e9:.2f}"), "r"),
+    ("roofline tok/s", key_cell("predicted_tokens_per_s", decimals(2)), "r"),
+    ("bound", key_cell("predicted_bound"), "l"),
+    ("roofline error", key_cell("prediction_error", lambda x: f"{100 * x:+.1f}%"), "r"),
+    ("logits vs bf16: max / mean abs (greedy token)", _logits, "l"),
+]
+
+
+def _quantized_sections(benchmarks: dict[str, dict]) -> list[str]:
+    out = []
+    for name, data in benchmarks.items():
+        if not name.startswith(QUANTIZED):
+            continue
+        machine = data.get("machine") or {}
+        note = (f"{data.get('title', DASH)}; {machine.get('cpu', DASH)}, "
+                f"{machine.get('cores', DASH)} cores. Rounds alternate the formats; tok/s is the "
+                "median round, x bf16 the median of the per-round ratios. Roofline: what "
+                "`archscope profile --hardware local` predicts for the run (this machine's "
+                "kernels in each format at the model's shapes, so dequantisation is in their "
+                "time); error = predicted / measured - 1. GB/s: weight bytes a step reads x "
+                f"tok/s. Command: `{data.get('command', DASH)}`; data: `data/benchmarks/{name}`.")
+        out.append(section("Weight-only quantized decode against bf16",
+                           table(data.get("formats", []), QUANTIZED_COLUMNS), note))
+    return out
+
+
+VERSUS_HF = "decode_vs_hf"  # benchmarks/decode_vs_hf.py's files: decode_vs_hf*.json
+
+
+def _median(key: str, fmt):
+    def cell(r: dict) -> str:
+        values = r.get(key)
+        return fmt(statistics.median(values)) if values else DASH
+    return cell
+
+
+def _rate(side: str):
+    """A side's median: tok/s for a decode case, seconds for a prefill case."""
+    def cell(r: dict) -> str:
+        if r.get(f"{side}_tokens_per_s"):
+            return f"{statistics.median(r[f'{side}_tokens_per_s']):,.2f} tok/s"
+        values = r.get(f"{side}_prefill_s")
+        return f"{statistics.median(values):,.3f} s" if values else DASH
+    return cell
+
+
+VERSUS_HF_COLUMNS = [
+    ("case", key_cell("case"), "l"), ("archscope", _rate("archscope"), "r"),
+    ("transformers", _rate("transformers"), "r"),
+    ("speed ratio", _median("ratios", lambda x: f"{x:.3f}"), "r"),
+    ("ratio min-max", lambda r: f"{min(r['ratios']):.3f}-{max(r['ratios']):.3f}"
+     if r.get("ratios") else DASH, "r"),
+    ("archscope GB/s", _median("archscope_bytes_per_s", lambda x: f"{x / 1e9:.2f}"), "r"),
+    ("of matrix-vector bandwidth", _median("fraction_of_gemv", lambda x: f"{100 * x:.1f}%"), "r"),
+    ("same greedy tokens", lambda r: "yes" if r.get("same_tokens") else "no", "l"),
+    ("measurement errors", lambda r: str(len(r.get("errors") or [])), "r"),
+]
+
+
+def _versus_hf_sections(benchmarks: dict[str, dict]) -> list[str]:
+    out = []
+    for name, data in benchmarks.items():
+        if not name.startswith(VERSUS_HF):
+            continue
+        what = f"{data.get('model', DASH)}" + (
+            f" (--set {' '.join(data['overrides'])})" if data.get("overrides") else "")
+        note = (f"{what}, random weights, on {data.get('gpu_name') or data.get('cpu', DASH)} "
+                f"({data.get('device', DASH)}, {data.get('threads', DASH)} threads), torch "
+                f"{data.get('torch', DASH)}; archscope step {data.get('step', DASH)}, "
+                f"transformers cache {data.get('hf_cache', DASH)}; "
+                f"{data.get('new_tokens', DASH)} new tokens per decode run, "
+                f"{data.get('runs', DASH)} interleaved pairs per case. Speed ratio: archscope / "
+                "transformers per pair, median (> 1: archscope faster). Of matrix-vector "
+                "bandwidth (batch 1): archscope's bytes/s over what the model's own "
+                "matrix-vector products reach at its shapes, timed in the same process. "
+                f"Command: `{data.get('command', DASH)}`; data: `data/benchmarks/{name}`.")
+        out.append(section("Decode and prefill against transformers",
+                           table(data.get("results", []), VERSUS_HF_COLUMNS), note))
+    return out
+
+
+def benchmark_sections(benchmarks: dict[str, dict]) -> list[str]:
+    """The sections of the benchmark files `load_benchmarks` read: the quantized decode runs,
+    then the runs against transformers (each kind in file-name order)."""
+    return _quantized_sections(benchmarks) + _versus_hf_sections(benchmarks)
