@@ -50,6 +50,8 @@ def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gq
                                   chunk)
         return attend_with_sinks(q, k, v, mask, scale, sinks, gqa)
     if n_q == 1 and key_pos is None:
+        if q.device.type == "cpu":
+            return one_query(q, k, v, scale)
         return F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=gqa)
     if key_pos is None and window is None and chunk is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
@@ -58,6 +60,19 @@ def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gq
         key_pos = query_pos
     mask = attention_mask(query_pos, key_pos, window, chunk)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
+
+
+def one_query(q, k, v, scale: float):
+    """One query per sequence over every key it sees (a decode step), as two matmuls with each
+    KV head's group of query heads together, the softmax in fp32 and its weights in the
+    values' dtype (transformers' eager attention rounds them the same way). On the CPU, SDPA's
+    kernel costs several times this at one query (its per-call setup: at 140 keys, 8 KV heads
+    of 32 query heads, bf16 192 us against 46; fp32 25 against 26, and at 1,100 keys 1.5 ms
+    against 0.09 ms in bf16), a few percent of a whole decode step."""
+    b, heads, _, _ = q.shape
+    grouped = q.reshape(b, k.shape[1], heads // k.shape[1], q.shape[-1])  # [B, Hkv, G, D]
+    weights = torch.softmax((grouped @ k.transpose(-1, -2)).float() * scale, dim=-1)
+    return (weights.to(v.dtype) @ v).reshape(b, heads, 1, v.shape[-1])
 
 
 def attend_with_sinks(q, k, v, mask, scale: float, sinks: torch.Tensor, gqa: bool):
