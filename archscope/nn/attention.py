@@ -36,7 +36,8 @@ def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gq
     """SDPA over q [B,H,T,D] and k/v [B,Hkv,S,D] for queries at positions start..start+T-1.
 
     Decides the mask: none for a single query over exactly the cache slots it sees, `is_causal`
-    for a plain prompt, an explicit causal/window/chunk mask otherwise. `start` may be a device
+    for a plain prompt, an explicit causal/window/chunk mask otherwise. On the CPU a single
+    query is `one_query`'s, not SDPA's. `start` may be a device
     tensor (a fixed-shape decode step reading every slot; `key_pos` then marks the valid ones).
     `gqa`: k/v have fewer heads than q. A static flag from the module, not read off the shapes,
     so that tracing (fvcore, torch.jit) sees a Python bool. `sinks` [H]: see `attend_with_sinks`.
@@ -49,9 +50,13 @@ def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gq
             mask = attention_mask(query_pos, query_pos if key_pos is None else key_pos, window,
                                   chunk)
         return attend_with_sinks(q, k, v, mask, scale, sinks, gqa)
+    if n_q == 1 and q.device.type == "cpu":  # a decode step (see one_query)
+        mask = None
+        if key_pos is not None:
+            mask = attention_mask(torch.arange(1, device=q.device) + start, key_pos, window,
+                                  chunk)
+        return one_query(q, k, v, scale, mask)
     if n_q == 1 and key_pos is None:
-        if q.device.type == "cpu":
-            return one_query(q, k, v, scale)
         return F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=gqa)
     if key_pos is None and window is None and chunk is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
@@ -62,16 +67,20 @@ def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gq
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
 
 
-def one_query(q, k, v, scale: float):
-    """One query per sequence over every key it sees (a decode step), as two matmuls with each
-    KV head's group of query heads together, in fp32 and rounded once to the values' dtype (as
-    exact as SDPA's own result: against fp64, the same error in bf16). On the CPU, SDPA's
-    kernel costs several times this at one query (its per-call setup: 8 KV heads of 32 query
-    heads, bf16, 194 us against 39 at 140 keys, 1.5 ms against 0.16 at 1,100), a few percent
-    of a whole decode step and more as the context grows."""
+def one_query(q, k, v, scale: float, mask=None):
+    """One query per sequence over the keys it sees (a decode step: every key, or those `mask`
+    [1, S] marks when a fixed-shape step reads every slot of a static cache), as two matmuls
+    with each KV head's group of query heads together, in fp32 and rounded once to the values'
+    dtype (as exact as SDPA's own result: against fp64, the same error in bf16). On the CPU,
+    SDPA's kernel costs several times this at one query (its per-call setup: 8 KV heads of 32
+    query heads, bf16, 194 us against 39 at 140 keys, 1.5 ms against 0.16 at 1,100), a few
+    percent of a whole decode step and more as the context grows."""
     b, heads, _, _ = q.shape
     grouped = q.reshape(b, k.shape[1], heads // k.shape[1], q.shape[-1]).float()  # [B,Hkv,G,D]
-    weights = torch.softmax((grouped @ k.transpose(-1, -2).float()) * scale, dim=-1)
+    scores = (grouped @ k.transpose(-1, -2).float()) * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
     return (weights @ v.float()).to(v.dtype).reshape(b, heads, 1, v.shape[-1])
 
 
