@@ -122,7 +122,8 @@ def _versus_hf_sections(benchmarks: dict[str, dict]) -> list[str]:
                 "bandwidth (batch 1): archscope's bytes/s over what the model's own "
                 "matrix-vector products reach at its shapes, timed in the same process. "
                 f"Command: `{data.get('command', DASH)}`; data: `data/benchmarks/{name}`.")
-        out.append(section("Decode and prefill against transformers",
+        step = f", archscope's {data['step']} decode step" if data.get("step") else ""
+        out.append(section(f"Decode and prefill against transformers{step}",
                            table(data.get("results", []), VERSUS_HF_COLUMNS), note))
     return out
 
