@@ -141,7 +141,8 @@ def test_compare_hf_gives_per_step_figures_and_per_pair_ratios(run_cli, spec_fil
     assert r["measurement_errors"] == []  # a real run on a real machine beats no wall
     for prefix in ("", "hf_"):
         rate = r[prefix + "decode_tokens_per_s"]
-        assert r[prefix + "decode_ms_per_step"] == pytest.approx(1e3 / rate, rel=1e-3)
+        # stated in ms to 3 decimals: a tiny model's sub-millisecond step is off by up to 5e-4
+        assert r[prefix + "decode_ms_per_step"] == pytest.approx(1e3 / rate, rel=1e-3, abs=5e-4)
         assert r[prefix + "decode_tokens_per_s_stats"]["n"] == 3
         # nothing presented, medians or extremes, is faster than the wall of this run
         assert r[prefix + "decode_tokens_per_s_stats"]["max"] <= r["bandwidth_limit_tokens_per_s"]
