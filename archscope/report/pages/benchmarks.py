@@ -41,7 +41,8 @@ def _logits(r: dict) -> str:
 
 
 QUANTIZED_COLUMNS = [
-    ("format", key_cell("format"), "l"), ("decode tok/s", key_cell("tokens_per_s", decimals(2)), "r"),
+    ("format", key_cell("format"), "l"),
+    ("decode tok/s", key_cell("tokens_per_s", decimals(2)), "r"),
     ("x bf16", key_cell("ratio_to_bf16", decimals(2)), "r"),
     ("x bf16 (min-max)", lambda r: f"{r['ratio_to_bf16_min']:.2f}-{r['ratio_to_bf16_max']:.2f}"
      if r.get("ratio_to_bf16_min") is not None else DASH, "r"),

@@ -98,17 +98,20 @@ RUNTIME = [
     ("dtype", key_cell("dtype"), "l"), ("weights", key_cell("weights"), "l"),
     ("weight format", lambda r: r.get("weight_format") or DASH, "l"),
     ("batch", key_cell("batch"), "r"), ("prompt", key_cell("prompt_len", commas), "r"),
-    ("new tokens", key_cell("new_tokens", commas), "r"), ("decode step", key_cell("decode_step"), "l"),
+    ("new tokens", key_cell("new_tokens", commas), "r"),
+    ("decode step", key_cell("decode_step"), "l"),
     ("prefill ms", key_cell("prefill_ms", decimals(2)), "r"),
     ("predicted prefill ms", key_cell("predicted_prefill_ms", decimals(2)), "r"),
     ("decode tok/s", key_cell("decode_tokens_per_s", decimals(1)), "r"),
     ("predicted tok/s (roofline)", key_cell("predicted_decode_tokens_per_s", decimals(1)), "r"),
     ("roofline hardware", key_cell("hardware"), "l"),
-    ("of bandwidth limit", key_cell("fraction_of_bandwidth_limit", lambda x: f"{100 * x:.1f}%"), "r"),
+    ("of bandwidth limit",
+     key_cell("fraction_of_bandwidth_limit", lambda x: f"{100 * x:.1f}%"), "r"),
 ]
 
 MEMORY = [
-    ("model", model_label, "l"), ("device", key_cell("device"), "l"), ("dtype", key_cell("dtype"), "l"),
+    ("model", model_label, "l"), ("device", key_cell("device"), "l"),
+    ("dtype", key_cell("dtype"), "l"),
     ("peak memory MiB", key_cell("peak_memory_bytes", _mib), "r"),
     ("KV cache measured MiB", key_cell("kv_cache_bytes_measured", _mib), "r"),
     ("KV cache estimated MiB", key_cell("kv_cache_bytes_estimated", _mib), "r"),
