@@ -37,8 +37,8 @@ def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gq
 
     Decides the mask: none for a single query over exactly the cache slots it sees, `is_causal`
     for a plain prompt, an explicit causal/window/chunk mask otherwise. On the CPU a single
-    query is `one_query`'s, not SDPA's. `start` may be a device
-    tensor (a fixed-shape decode step reading every slot; `key_pos` then marks the valid ones).
+    query is `one_query`'s, not SDPA's. `start` may be a device tensor (a fixed-shape decode
+    step reading every slot; `key_pos` then marks the valid ones).
     `gqa`: k/v have fewer heads than q. A static flag from the module, not read off the shapes,
     so that tracing (fvcore, torch.jit) sees a Python bool. `sinks` [H]: see `attend_with_sinks`.
     """

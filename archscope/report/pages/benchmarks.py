@@ -6,23 +6,19 @@ the command that made it. Known: QUANTIZED (benchmarks/quantized_decode.py) and 
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from archscope.errors import InputError
 from archscope.report.pages.markdown import DASH, section, table
-from archscope.report.pages.profiles import decimals, key_cell
+from archscope.report.pages.profiles import decimals, key_cell, read_json
 
 
 def load_benchmarks(folder: Path) -> dict[str, dict]:
     """{file name: JSON object} of every reports/data/benchmarks/*.json, by name."""
     out = {}
     for path in sorted((Path(folder) / "benchmarks").glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise InputError(f"{path}: not a readable JSON file ({err})") from None
+        data = read_json(path)
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
         out[path.name] = data

@@ -46,14 +46,19 @@ def profile_file_name(r: dict) -> str:
     return "-".join(parts) + ".json"
 
 
+def read_json(path: Path):
+    """A committed data file's JSON; InputError naming the file when it cannot be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"{path}: not a readable JSON file ({err})") from None
+
+
 def load_profiles(folder: Path) -> list[dict]:
     """Profile records of every *.json in `folder` (sorted by file name), each with `_file`."""
     records = []
     for path in sorted(Path(folder).glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise InputError(f"{path}: not a readable JSON file ({err})") from None
+        data = read_json(path)
         for item in data if isinstance(data, list) else [data]:
             if isinstance(item, dict) and "model" in item and "device" in item:
                 records.append({**item, "_file": path.name})
