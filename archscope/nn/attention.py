@@ -72,9 +72,10 @@ def one_query(q, k, v, scale: float, mask=None):
     [1, S] marks when a fixed-shape step reads every slot of a static cache), as two matmuls
     with each KV head's group of query heads together, in fp32 and rounded once to the values'
     dtype (as exact as SDPA's own result: against fp64, the same error in bf16). On the CPU,
-    SDPA's kernel costs several times this at one query (its per-call setup: 8 KV heads of 32
-    query heads, bf16, 194 us against 39 at 140 keys, 1.5 ms against 0.16 at 1,100), a few
-    percent of a whole decode step and more as the context grows."""
+    SDPA's kernel costs several times this at one query in bf16 (8 KV heads of 32 query heads:
+    193 us against 39 at 140 keys, 1.5 ms against 0.17 at 1,100; fp32 30 against 36, 166
+    against 120; benchmarks/decode_attention.py), a few percent of a whole decode step and
+    more as the context grows."""
     b, heads, _, _ = q.shape
     grouped = q.reshape(b, k.shape[1], heads // k.shape[1], q.shape[-1]).float()  # [B,Hkv,G,D]
     scores = (grouped @ k.transpose(-1, -2).float()) * scale
