@@ -13,6 +13,8 @@ eager path (tests/measure/test_compiled_decode.py on the CPU).
 
 from __future__ import annotations
 
+import types
+
 import torch
 
 from archscope.measure.generate import Step, eager_step
@@ -38,23 +40,39 @@ def device_position_step(model: DecoderLM) -> Step:
     """The eager forward with the cache length on the device (fixed shapes every step)."""
 
     def step(ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        if not isinstance(cache.length, torch.Tensor):
-            cache.keep_length_on_device()
+        _fix_shapes(model, cache)
         return model(ids, cache, last_only=True)[:, -1]
 
     return step
 
 
 def compiled_step(model: DecoderLM) -> Step:
-    """device_position_step compiled by torch.compile (inductor) once for fixed shapes."""
-    inner = torch.compile(_forward_one, fullgraph=True, dynamic=False)
+    """device_position_step compiled by torch.compile (inductor) once for fixed shapes.
+
+    Dynamo keeps what it compiled on the function's code object and, past
+    torch._dynamo.config.recompile_limit (8) entries for one code object, refuses to compile
+    again (with fullgraph, an error): a process that makes steps for many caches (a benchmark's
+    cases, a notebook) would hit it with one shared function. So each step compiles its own
+    copy of the code, whose entries go when the step does.
+    """
+    forward = types.FunctionType(_forward_one.__code__.replace(), _forward_one.__globals__,
+                                 _forward_one.__name__)
+    inner = torch.compile(forward, fullgraph=True, dynamic=False)
 
     def step(ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        if not isinstance(cache.length, torch.Tensor):
-            cache.keep_length_on_device()
+        _fix_shapes(model, cache)
         return inner(model, ids, cache)
 
     return step
+
+
+def _fix_shapes(model: DecoderLM, cache: KVCache) -> None:
+    """Before a cache's first fixed-shape step: its length onto the device, and the RoPE tables
+    grown to every position it can hold, so that no step changes a shape (a table grown
+    inside a compiled step would be a second compilation on the next)."""
+    if not isinstance(cache.length, torch.Tensor):
+        cache.keep_length_on_device()
+        model.cover_positions(cache.max_len)
 
 
 def _forward_one(model: DecoderLM, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:

@@ -137,6 +137,12 @@ class DecoderLM(nn.Module):
         logits = self.lm_head(self.norm(x))
         return logits if self.logits_scale is None else logits / self.logits_scale
 
+    def cover_positions(self, n: int) -> None:
+        """Compute the RoPE tables for positions 0 .. n-1 now, in the dtype forward uses."""
+        ref = self.embed_tokens.weight
+        for rotary in self.rotaries:
+            rotary.tables(n, ref.device, ref.dtype)
+
     def new_cache(self, batch: int, max_len: int, dtype: torch.dtype | None = None) -> KVCache:
         """A static cache for `batch` sequences of up to `max_len` tokens, on the model's device:
         per layer a KV cache (attention), a constant-size state (state mixers) or None."""

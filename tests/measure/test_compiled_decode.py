@@ -36,3 +36,18 @@ def test_the_compiled_step_gives_the_eager_tokens(changes):
     assert torch.equal(generate(model, ids, steps, step=step, cache=cache), eager)
     cache.reset()  # the compiled step serves the next prompt through the same cache
     assert torch.equal(generate(model, ids, steps, step=step, cache=cache), eager)
+
+
+def test_steps_compiled_for_many_caches_in_one_process_each_compile_their_own():
+    """Dynamo refuses more than recompile_limit compilations of one code object (fullgraph: an
+    error). With the limit at 1, steps for three batch sizes all run: each compiles its own
+    copy of the code, and once (the RoPE tables are grown before its first call, not in it)."""
+    spec = tiny_spec()
+    model = build_model(spec, "cpu", torch.float32, seed=0)
+    with torch._dynamo.config.patch(recompile_limit=1):
+        for batch in (1, 2, 3):
+            ids = torch.randint(0, spec.vocab_size, (batch, 4),
+                                generator=torch.Generator().manual_seed(batch))
+            cache = model.new_cache(batch, 7)
+            assert torch.equal(generate(model, ids, 3, step=compiled_step(model), cache=cache),
+                               generate(model, ids, 3))
