@@ -16,6 +16,7 @@ the decode steps. `hf_generate` is kept for token checks against transformers' o
 
 from __future__ import annotations
 
+import inspect
 import time
 from contextlib import contextmanager
 
@@ -106,8 +107,22 @@ class HFStepper:
         positions are passed as generate passes them (no attention mask: no padding here)."""
         start = cache.get_seq_length()
         positions = torch.arange(start, start + ids.shape[1], device=ids.device)
-        return self.hf(input_ids=ids, past_key_values=cache, cache_position=positions,
-                       use_cache=True, logits_to_keep=1).logits[:, -1]
+        return self.hf(input_ids=ids, cache_position=positions, use_cache=True,
+                       logits_to_keep=1, **cache_kwargs(self.hf, cache)).logits[:, -1]
+
+
+def cache_kwargs(module, cache) -> dict:
+    """{keyword: cache} for a transformers module's forward: `cache` where its signature names
+    it (transformers 5.2x renamed `past_key_values`, which it drops in 5.40), else the old one."""
+    return {"cache" if "cache" in inspect.signature(module.forward).parameters
+            else "past_key_values": cache}
+
+
+def returned_cache(output):
+    """The cache a transformers forward returned (`output.cache`; `past_key_values` before the
+    rename)."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
 
 
 @torch.inference_mode()

@@ -13,6 +13,7 @@ from transformers import DynamicCache
 from archscope.errors import SpecError
 from archscope.estimate import kv_cache_bytes, prefill_flops
 from archscope.estimate.state import state_bytes
+from archscope.measure.reference import cache_kwargs
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config, write_hf_config
 from archscope.spec.resolved import differences
@@ -55,8 +56,8 @@ def test_logits_match_in_prefill_and_cached_decoding(setup):
     # Mamba layer's, which holds none, and would rotate every step as position 0.
     cache = DynamicCache(config=hf.config)
     with torch.no_grad():
-        theirs = [hf(ids[:, :PREFILL], past_key_values=cache, use_cache=True).logits]
-        theirs += [hf(ids[:, t:t + 1], past_key_values=cache, use_cache=True,
+        theirs = [hf(ids[:, :PREFILL], use_cache=True, **cache_kwargs(hf, cache)).logits]
+        theirs += [hf(ids[:, t:t + 1], use_cache=True, **cache_kwargs(hf, cache),
                       position_ids=torch.tensor([[t]])).logits for t in range(PREFILL, T)]
     assert max_diff(decode_stepwise(ours, ids, prefill=PREFILL), torch.cat(theirs, 1)) < TOL
     kv = sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers

@@ -19,6 +19,7 @@ from transformers.models.qwen3_next.modeling_qwen3_next import (Qwen3NextAttenti
                                                                  Qwen3NextRotaryEmbedding)
 
 from archscope.kinds import gqa
+from archscope.measure.reference import cache_kwargs
 from archscope.nn.attention import GQAAttention
 from archscope.nn.rope import RotaryEmbedding
 from parity import tiny_spec
@@ -80,7 +81,8 @@ def run_both(theirs, ours, x):
     for end in [PROMPT, *range(PROMPT + 1, x.shape[1] + 1)]:
         chunk, positions = x[:, start:end], torch.arange(start, end)
         mask = causal_mask(end - start) if end - start > 1 else None
-        a, _ = theirs(chunk, hf_rope(chunk, positions[None]), mask, past_key_values=cache)
+        a, _ = theirs(chunk, hf_rope(chunk, positions[None]), mask,
+                      **cache_kwargs(theirs, cache))
         b = ours(chunk, our_rope(positions, x.dtype), start, our_cache)
         pairs.append((a, b))
         start = end
@@ -144,7 +146,7 @@ def test_flops_equal_the_kind_parts(twins):
         chunk, positions = x[:, start:end], torch.arange(start, end)[None]
         mask = causal_mask(end - start) if end - start > 1 else None
         with torch.no_grad(), FlopCounterMode(display=False) as counter:
-            theirs(chunk, rope(chunk, positions), mask, past_key_values=cache)
+            theirs(chunk, rope(chunk, positions), mask, **cache_kwargs(theirs, cache))
         counts.append(counter.get_total_flops())
     projections = 2 * sum(p.macs for p in gqa.parts(SPEC.attention, D))
     pair = 2 * 2 * HEADS * HEAD_DIM

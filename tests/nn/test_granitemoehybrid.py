@@ -13,6 +13,7 @@ from transformers import DynamicCache
 
 from archscope.estimate import count_params, decode_flops, kv_cache_bytes, prefill_flops
 from archscope.estimate.state import state_bytes
+from archscope.measure.reference import cache_kwargs
 from archscope.nn import build_model
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
@@ -113,7 +114,7 @@ def test_cache_and_state_bytes_equal_the_estimate_on_both_sides(setup):
     with torch.no_grad():
         for lo, hi in [(0, PREFILL)] + [(t, t + 1) for t in range(PREFILL, T)]:
             ours(ids[:, lo:hi], mine)
-            hf(ids[:, lo:hi], past_key_values=theirs, use_cache=True)
+            hf(ids[:, lo:hi], use_cache=True, **cache_kwargs(hf, theirs))
             if hi in (PREFILL, T):
                 expected = (kv_cache_bytes(spec, hi, BATCH, "fp32"),
                             state_bytes(spec, BATCH, "fp32"))
@@ -147,9 +148,9 @@ def test_decode_flops_match_transformers_but_its_dropped_conv_outputs(setup):
     hf.set_experts_implementation("eager")
     cache = DynamicCache(config=hf.config)
     with torch.no_grad():
-        hf(ids[:, :9], past_key_values=cache, use_cache=True)
+        hf(ids[:, :9], use_cache=True, **cache_kwargs(hf, cache))
         with FlopCounterMode(display=False) as counter:
-            hf(ids[:, 9:10], past_key_values=cache, use_cache=True)
+            hf(ids[:, 9:10], use_cache=True, **cache_kwargs(hf, cache))
     m = spec.mixer
     assert counter.get_total_flops() == (decode_flops(spec, 10, batch=BATCH).total
                                          + 3 * 2 * BATCH * m.conv_dim * m.conv_kernel)

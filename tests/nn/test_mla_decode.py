@@ -18,6 +18,7 @@ transformers = pytest.importorskip("transformers")
 
 from archscope.errors import InputError  # noqa: E402
 from archscope.estimate import decode_flops, prefill_flops  # noqa: E402
+from archscope.measure.reference import cache_kwargs, returned_cache  # noqa: E402
 from archscope.nn import build_model  # noqa: E402
 from archscope.nn.mla import DECODE_FORMS, MLAttention, set_mla_decode_form  # noqa: E402
 from archscope.spec.loader import spec_from_mapping  # noqa: E402
@@ -119,11 +120,11 @@ def test_prefill_then_cached_steps_match_transformers(name, form, monkeypatch):
     # transformers' own cached decode (DynamicCache) agrees as well, step by step
     with torch.no_grad():
         out = hf(ids[:, :PREFILL], use_cache=True)
-        hf_steps, past = [out.logits], out.past_key_values
+        hf_steps, past = [out.logits], returned_cache(out)
         for i in range(PREFILL, ids.shape[1]):
-            out = hf(ids[:, i:i + 1], past_key_values=past, use_cache=True)
+            out = hf(ids[:, i:i + 1], use_cache=True, **cache_kwargs(hf, past))
             hf_steps.append(out.logits)
-            past = out.past_key_values
+            past = returned_cache(out)
     assert max_diff(got, torch.cat(hf_steps, dim=1)) < ATOL
 
 
@@ -207,10 +208,10 @@ def test_transformers_decode_step_flops_equal_the_recompute_estimate():
     state = {}
 
     def prefill():
-        state["past"] = hf(ids[:, :-1], use_cache=True).past_key_values
+        state["past"] = returned_cache(hf(ids[:, :-1], use_cache=True))
 
     def step():
-        state["out"] = hf(ids[:, -1:], past_key_values=state["past"], use_cache=True)
+        state["out"] = hf(ids[:, -1:], use_cache=True, **cache_kwargs(hf, state["past"]))
 
     assert counted(prefill) == prefill_flops(spec, CONTEXT - 1, BATCH, attention="full").total
     assert isinstance(state["past"], transformers.DynamicCache)

@@ -14,6 +14,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from archscope.estimate import count_params, decode_flops, kv_cache_bytes, prefill_flops
 from archscope.estimate.state import state_bytes
 from archscope.kinds import mamba2 as mamba2_formulas
+from archscope.measure.reference import cache_kwargs, returned_cache
 from archscope.nn import build_model
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
@@ -88,9 +89,9 @@ def test_cached_decoding_matches_transformers_cache(setup):
 @torch.no_grad()
 def _hf_stepwise(hf, ids, prefill):
     out = hf(ids[:, :prefill], use_cache=True)
-    cache, logits = out.past_key_values, [out.logits]
+    cache, logits = returned_cache(out), [out.logits]
     for i in range(prefill, ids.shape[1]):
-        out = hf(ids[:, i:i + 1], past_key_values=cache, use_cache=True)
+        out = hf(ids[:, i:i + 1], use_cache=True, **cache_kwargs(hf, cache))
         logits.append(out.logits)
     return torch.cat(logits, 1), cache
 
@@ -165,7 +166,8 @@ def test_flops_equal_transformers_but_its_discarded_conv_outputs(setup):
     assert _flops(lambda: hf(prompt)) == (
         prefill_flops(spec, PREFILL, batch, attention="full").total + extra * (m.conv_kernel - 1))
     cache = _hf_stepwise(hf, prompt, PREFILL)[1]
-    step = _flops(lambda: hf(ids[:, PREFILL:PREFILL + 1], past_key_values=cache, use_cache=True))
+    step = _flops(lambda: hf(ids[:, PREFILL:PREFILL + 1], use_cache=True,
+                            **cache_kwargs(hf, cache)))
     assert step == decode_flops(spec, PREFILL + 1, batch).total + extra
 
 

@@ -15,6 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from archscope.estimate import count_params, decode_flops, kv_cache_bytes, prefill_flops
 from archscope.estimate.state import state_bytes
 from archscope.kinds import gated_deltanet as gdn
+from archscope.measure.reference import cache_kwargs, returned_cache
 from archscope.nn import build_model
 from archscope.nn.cache import LayerCache
 from archscope.spec import load_spec
@@ -132,7 +133,7 @@ def test_decode_flops_against_transformers(setup):
     with torch.no_grad():
         out = eager(ids[:, :PREFILL], use_cache=True)
         with FlopCounterMode(display=False) as counter:
-            eager(ids[:, PREFILL:PREFILL + 1], past_key_values=out.past_key_values,
+            eager(ids[:, PREFILL:PREFILL + 1], **cache_kwargs(eager, returned_cache(out)),
                   use_cache=True)
     step = gdn.decode_flops(spec.mixer, spec.d_model)
     unseen = step["state_read"] + step["state_write"] + step["output"] - step["conv1d"]
@@ -163,7 +164,7 @@ def test_cache_bytes_equal_the_estimate_and_transformers(setup):
             ours(ids[:, i:i + 1], cache)
     assert _held(cache) == (kv_cache_bytes(spec, T, batch, "fp32"), state)
     with torch.no_grad():
-        theirs = hf(ids, use_cache=True).past_key_values
+        theirs = returned_cache(hf(ids, use_cache=True))
     kv = [t for layer in theirs.layers for t in (getattr(layer, "keys", None),
                                                    getattr(layer, "values", None))
           if isinstance(t, torch.Tensor)]
