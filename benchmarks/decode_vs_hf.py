@@ -14,7 +14,11 @@ phase faster than its bytes allow at the fastest probe is printed as a measureme
 enters no figure. At batch 1 each decode run is also set beside the
 matrix-vector bandwidth measured in the same process at the model's own weight shapes
 (roofline.local_kernels: a decode step's weight bytes over its matrix-vector products' time):
-the rate decode would reach if those products were all it did.
+the rate decode would reach if those products were all it did. That probe is timed once, after
+the runs, on matrices of its own; since this machine's bandwidth drifts by tens of percent
+within minutes, each batch-1 decode run is also set beside a pass over the model's own weight
+matrices (every nn.Linear once, one token, no other work) timed right after it: the same
+bytes, the same kernels, the same moment, so that ratio is what the step's other work costs.
 
 Cases are named PHASE:bB:pP:DTYPE; the default is the whole matrix (decode at batch 1 and 8,
 prompts 128 and 1,024, fp32 and bf16; prefill at 128 and 1,024, fp32 and bf16) of full-size
@@ -36,6 +40,7 @@ import platform
 import shlex
 import statistics
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,6 +119,27 @@ def spread(values: list[float]) -> str:
             f"n={len(values)})")
 
 
+def own_products(model, device: torch.device, passes: int = 5):
+    """(bytes, seconds): the model's own matrix-vector products alone, one token through every
+    nn.Linear in module order and nothing else, the median of `passes` passes. Each matrix is
+    read once per pass, as in a decode step (tied embeddings: the lm_head's read)."""
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    inputs = [torch.zeros(1, 1, m.in_features, dtype=m.weight.dtype, device=device)
+              for m in linears]
+    nbytes = sum(m.weight.nbytes + (m.bias.nbytes if m.bias is not None else 0)
+                 for m in linears)
+    times = []
+    with torch.inference_mode():
+        for _ in range(passes):
+            start = time.perf_counter()
+            for m, x in zip(linears, inputs):
+                m(x)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            times.append(time.perf_counter() - start)
+    return nbytes, statistics.median(times)
+
+
 def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
     new_tokens = a.new_tokens if case.phase == "decode" else 1
     prompt = torch.randint(0, spec.vocab_size, (case.batch, case.prompt),
@@ -124,9 +150,11 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
     wall = limits.wall_for(spec, local, case.prompt, new_tokens, case.batch, case.dtype)
     ours_tokens = timed_generation(model, step, prompt, cache, new_tokens)[0]  # warm-ups
     hf_tokens = hf_timed_generation(stepper, prompt, new_tokens)[0]
-    ours, theirs = [], []
+    ours, theirs, own = [], [], []
     for _ in range(a.runs):
         ours.append(timed_generation(model, step, prompt, cache, new_tokens)[1:])
+        if case.phase == "decode" and case.batch == 1:
+            own.append(own_products(model, device))
         theirs.append(hf_timed_generation(stepper, prompt, new_tokens)[1:])
     wall, _ = limits.settle(wall, local, ours + theirs,
                             lambda: roofline.calibrate(device.type, case.dtype))
@@ -155,6 +183,13 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
         gemv = roofline.local_kernels(spec, str(device), case.dtype, 1, case.prompt).bandwidth
         result["gemv_bandwidth_bytes_per_s"] = gemv
         result["fraction_of_gemv"] = [b / gemv for b in moved]
+        # each run beside its own weights' products timed right after it (rejected runs too
+        # are left out here, pair by pair)
+        kept = [(d, o) for d, o in zip(o_dec, own) if d is not None]
+        result["own_products_bytes"] = own[0][0]
+        result["own_products_bytes_per_s"] = [n / s for _, (n, s) in kept]
+        result["fraction_of_own_products"] = [(wall.decode_bytes / d) / (n / s)
+                                              for d, (n, s) in kept]
     return result
 
 
@@ -171,6 +206,10 @@ def report(r: dict) -> list[str]:
             if "fraction_of_gemv" in r:
                 line += (f"; {spread(r['fraction_of_gemv'])} of the matrix-vector bandwidth at "
                          f"its shapes ({r['gemv_bandwidth_bytes_per_s'] / 1e9:.2f} GB/s)")
+            if r.get("fraction_of_own_products"):
+                own = statistics.median(r["own_products_bytes_per_s"])
+                line += (f"; {spread(r['fraction_of_own_products'])} of its own weights' "
+                         f"products timed after each run ({own / 1e9:.2f} GB/s)")
             lines.append(line)
     else:
         lines = [f"{r['case']:<24} archscope {spread(r['archscope_prefill_s'])} s | "

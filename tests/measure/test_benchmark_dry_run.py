@@ -29,3 +29,9 @@ def test_the_cuda_decode_benchmark_dry_runs_on_the_cpu(tmp_path):
     assert case["case"] == "decode:b1:p128:fp32" and case["same_tokens"]
     # the one timed run is a rate, or (a shared machine's hiccup) a measurement error naming it
     assert case["archscope_tokens_per_s"] or any("archscope" in e for e in case["errors"])
+    # each kept run beside a pass over the model's own weight matrices, fused by the compiled
+    # step: qkv (128 + 64 + 64) x 128, o 128 x 128, gate_up 512 x 128, down 128 x 256, and the
+    # lm_head 512 x 128 (tied to the embedding, read once), fp32
+    fused = 256 * 128 + 128 * 128 + 512 * 128 + 128 * 256 + 512 * 128
+    assert case["own_products_bytes"] == 4 * fused
+    assert len(case["fraction_of_own_products"]) == len(case["archscope_tokens_per_s"])

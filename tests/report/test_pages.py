@@ -112,7 +112,8 @@ def test_the_versus_transformers_benchmark_renders_decode_and_prefill_cases(tmp_
               "ratios": [1.02, 0.98, 1.05], "archscope_tokens_per_s": [3.3, 3.2, 3.4],
               "transformers_tokens_per_s": [3.2, 3.3, 3.1],
               "archscope_bytes_per_s": [16.3e9, 15.8e9, 16.8e9],
-              "fraction_of_gemv": [0.91, 0.88, 0.93]}
+              "fraction_of_gemv": [0.91, 0.88, 0.93],
+              "fraction_of_own_products": [0.95, 0.97, 0.96]}
     prefill = {"case": "prefill:b1:p1024:bf16", "errors": ["faster than the wall"],
                "same_tokens": False, "ratios": [1.01], "archscope_prefill_s": [17.6],
                "transformers_prefill_s": [17.4]}
@@ -127,6 +128,7 @@ def test_the_versus_transformers_benchmark_renders_decode_and_prefill_cases(tmp_
     assert len(rows) == 2
     assert "3.30 tok/s" in rows[0] and "3.20 tok/s" in rows[0] and "1.020" in rows[0]
     assert "0.980-1.050" in rows[0] and "16.30" in rows[0] and "91.0%" in rows[0]
+    assert "96.0%" in rows[0]  # against its own weights' products
     assert "17.600 s" in rows[1] and "| no " in rows[1] and rows[1].rstrip("| ").endswith("1")
     assert "llama-3.2-1b (--set n_layers=4)" in text
     assert "`python benchmarks/decode_vs_hf.py --runs 3`" in text

@@ -97,6 +97,8 @@ VERSUS_HF_COLUMNS = [
      if r.get("ratios") else DASH, "r"),
     ("archscope GB/s", _median("archscope_bytes_per_s", lambda x: f"{x / 1e9:.2f}"), "r"),
     ("of matrix-vector bandwidth", _median("fraction_of_gemv", lambda x: f"{100 * x:.1f}%"), "r"),
+    ("of its own products", _median("fraction_of_own_products", lambda x: f"{100 * x:.1f}%"),
+     "r"),
     ("same greedy tokens", lambda r: "yes" if r.get("same_tokens") else "no", "l"),
     ("measurement errors", lambda r: str(len(r.get("errors") or [])), "r"),
 ]
@@ -117,7 +119,10 @@ def _versus_hf_sections(benchmarks: dict[str, dict]) -> list[str]:
                 f"{data.get('runs', DASH)} interleaved pairs per case. Speed ratio: archscope / "
                 "transformers per pair, median (> 1: archscope faster). Of matrix-vector "
                 "bandwidth (batch 1): archscope's bytes/s over what the model's own "
-                "matrix-vector products reach at its shapes, timed in the same process. "
+                "matrix-vector products reach at its shapes, timed in the same process; of "
+                "its own products: the same over a pass through the model's own weight "
+                "matrices and nothing else, timed right after each run (the probe is timed "
+                "once, and this machine's bandwidth drifts between minutes). "
                 f"Command: `{data.get('command', DASH)}`; data: `data/benchmarks/{name}`.")
         step = f", archscope's {data['step']} decode step" if data.get("step") else ""
         out.append(section(f"Decode and prefill against transformers{step}",
