@@ -88,6 +88,7 @@ class HFStepper:
         from transformers import StaticCache
 
         self.hf, self.cache_kind = hf, cache_kind
+        self.cache_keyword = cache_keyword(hf)  # read once: a signature costs ~17 us a call
         self._static = (StaticCache(config=hf.config, max_cache_len=context)
                         if cache_kind == "static" else None)
 
@@ -108,14 +109,19 @@ class HFStepper:
         start = cache.get_seq_length()
         positions = torch.arange(start, start + ids.shape[1], device=ids.device)
         return self.hf(input_ids=ids, cache_position=positions, use_cache=True,
-                       logits_to_keep=1, **cache_kwargs(self.hf, cache)).logits[:, -1]
+                       logits_to_keep=1, **{self.cache_keyword: cache}).logits[:, -1]
+
+
+def cache_keyword(module) -> str:
+    """The keyword a transformers module's forward takes its cache by: `cache` where its
+    signature names it (transformers 5.2x renamed `past_key_values`, dropped in 5.40), else
+    the old one."""
+    return "cache" if "cache" in inspect.signature(module.forward).parameters else "past_key_values"
 
 
 def cache_kwargs(module, cache) -> dict:
-    """{keyword: cache} for a transformers module's forward: `cache` where its signature names
-    it (transformers 5.2x renamed `past_key_values`, which it drops in 5.40), else the old one."""
-    return {"cache" if "cache" in inspect.signature(module.forward).parameters
-            else "past_key_values": cache}
+    """{keyword: cache} for a call of `module` (see cache_keyword)."""
+    return {cache_keyword(module): cache}
 
 
 def returned_cache(output):
