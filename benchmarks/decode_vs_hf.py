@@ -22,7 +22,7 @@ bytes, the same kernels, the same moment, so that ratio is what the step's other
 
 Cases are named PHASE:bB:pP:DTYPE; the default is the whole matrix (decode at batch 1 and 8,
 prompts 128 and 1,024, fp32 and bf16; prefill at 128 and 1,024, fp32 and bf16) of full-size
-llama-3.2-1b with random weights, which takes hours on 2 cores: pick a subset with --cases
+llama-3.2-1b with random weights, about 35 minutes on 2 cores: pick a subset with --cases
 (shell patterns) and shrink the model with --layers.
 
     python benchmarks/decode_vs_hf.py --cases 'decode:b1:p1024:fp32' --layers 4 --runs 3
