@@ -12,7 +12,6 @@ error SDPA's own result carries being the bar one_query has to meet.
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 import torch.nn.functional as F
@@ -20,16 +19,7 @@ import torch.nn.functional as F
 from archscope.measure.timing import to_torch_dtype
 from archscope.nn.attention import one_query
 
-
-def fastest(call, calls: int) -> float:
-    for _ in range(10):
-        call()
-    best = float("inf")
-    for _ in range(calls):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return best
+from common import fastest  # benchmarks/common.py, beside this script
 
 
 def main() -> None:
@@ -61,7 +51,7 @@ def main() -> None:
             best = dict.fromkeys(ways, float("inf"))
             for _ in range(3):  # alternate; each keeps its best
                 for name, call in ways.items():
-                    best[name] = min(best[name], fastest(call, a.calls))
+                    best[name] = min(best[name], fastest(call, a.calls, warmup=10))
             errors = {name: (call().double() - exact).abs().max().item()
                       for name, call in ways.items()}
             print(f"{dtype} {keys:>6} keys: sdpa {1e6 * best['sdpa']:8.1f} us, one_query "

@@ -37,9 +37,7 @@ import argparse
 import fnmatch
 import json
 import platform
-import shlex
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,9 +48,11 @@ from archscope.measure import limits, roofline
 from archscope.measure.fast import decode_step
 from archscope.measure.profile import hf_timed_generation, timed_generation
 from archscope.measure.reference import HFStepper, hf_twin
-from archscope.measure.timing import to_torch_dtype
+from archscope.measure.timing import sync, to_torch_dtype
 from archscope.nn import build_model
 from archscope.spec import load_spec
+
+from common import command_line  # benchmarks/common.py, beside this script
 
 
 @dataclass(frozen=True)
@@ -134,8 +134,7 @@ def own_products(model, device: torch.device, passes: int = 5):
             start = time.perf_counter()
             for m, x in zip(linears, inputs):
                 m(x)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
+            sync(device)
             times.append(time.perf_counter() - start)
     return nbytes, statistics.median(times)
 
@@ -244,8 +243,7 @@ def main() -> None:
         with open(a.json, "w") as f:
             json.dump({"what": "archscope's decode and prefill against transformers' class on "
                                "the same weights, pairs interleaved (benchmarks/decode_vs_hf.py)",
-                       "command": "python benchmarks/decode_vs_hf.py " + " ".join(
-                           shlex.quote(arg) for arg in sys.argv[1:]),
+                       "command": command_line(),
                        "cpu": platform.processor() or platform.machine(),
                        "model": spec.name, "overrides": a.overrides, "runs": a.runs,
                        "device": str(device), "gpu_name": gpu,

@@ -37,8 +37,6 @@ import json
 import os
 import platform
 import statistics
-import sys
-import time
 from pathlib import Path
 
 import torch
@@ -53,6 +51,8 @@ from archscope.measure.quantized import decode_weight_bytes, quantize_for_run
 from archscope.nn import build_model
 from archscope.nn.quantized import QuantizedLinear
 from archscope.spec import load_spec
+
+from common import command_line, fastest  # benchmarks/common.py, beside this script
 
 FORMATS = ("bf16", "int8", "int4")
 
@@ -74,16 +74,6 @@ def parse() -> argparse.Namespace:
     return args
 
 
-def _fastest(call, n: int = 20) -> float:
-    call()
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def kernels(quantized: torch.nn.Module) -> None:
     """GB/s of one matrix-vector product per format at each shape the model quantizes."""
     shapes = sorted({(m.out_features, m.in_features) for m in quantized.modules()
@@ -100,7 +90,7 @@ def kernels(quantized: torch.nn.Module) -> None:
         best = dict.fromkeys(FORMATS, float("inf"))
         for _ in range(3):  # the formats alternate; each keeps its best
             for f in FORMATS:
-                best[f] = min(best[f], _fastest(lambda: layers[f](x)))
+                best[f] = min(best[f], fastest(lambda: layers[f](x), 20))
         print(f"  {out_f:>6} x {in_f:<6} " + "  ".join(
             f"{f} {1e3 * best[f]:.3f} ms {held[f] / best[f] / 1e9:5.1f} GB/s "
             f"(x{best['bf16'] / best[f]:.2f})" for f in FORMATS))
@@ -180,7 +170,7 @@ def main() -> None:
         a.json.write_text(json.dumps({
             "what": "weight-only int8 and int4 decode against bf16, one process, rounds "
                     "alternating (benchmarks/quantized_decode.py)",
-            "command": "python benchmarks/quantized_decode.py " + " ".join(sys.argv[1:]),
+            "command": command_line(),
             "title": title, "model": spec.name, "layers": a.layers or spec.n_layers,
             "batch": 1, "prompt_len": a.prompt_len, "new_tokens": a.new_tokens,
             "threads": a.threads, "rounds": a.runs, "torch_version": torch.__version__,
