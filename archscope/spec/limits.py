@@ -147,10 +147,24 @@ def check_yaml(text: str, loader, where: str, key: str | None) -> None:
     if len(text) > YAML_BYTES_MAX:  # characters: at most the bytes
         raise SpecError(f"{len(text):,} characters is beyond the limit {YAML_BYTES_MAX:,} "
                         f"({WHERE})", where=where, key=key)
+    try:
+        _walk(yaml.parse(text, Loader=loader), where, key)
+    except yaml.scanner.ScannerError as err:
+        if "nesting depth" not in str(err.problem):
+            raise
+        # libyaml 0.2.6 (in PyYAML 6.0.4's wheels) refuses flow nesting past 1,000 levels
+        # itself, while it looks ahead for a key, before this walk sees the 64th level, so
+        # its message names no key. Python's own scanner (iterative too; at most 1 MiB of
+        # text) has no such limit: walk its events to refuse at our limit, naming the key.
+        _walk(yaml.parse(text, Loader=yaml.SafeLoader), where, key)
+        raise
+
+
+def _walk(events, where: str, key: str | None) -> None:
     stack: list[list] = []  # per open collection: [is_mapping, children, last key, start, anchor]
     sizes: dict[str, int] = {}  # anchor -> expanded node count; -1 while still open
     total = 0  # nodes so far, aliases expanded
-    for event in yaml.parse(text, Loader=loader):
+    for event in events:
         if isinstance(event, _OPEN):
             if len(stack) >= YAML_DEPTH_MAX:
                 _shape_error(f"nested deeper than {YAML_DEPTH_MAX} levels", event, stack, where,

@@ -13,6 +13,7 @@ import typing
 from pathlib import Path
 
 import pytest
+import yaml
 
 from archscope.errors import MESSAGE_MAX, SpecError, quote
 from archscope.spec import ModelSpec, load_spec, preset_names
@@ -112,6 +113,36 @@ def test_forty_thousand_levels_do_not_crash_the_process(tmp_path):
     assert path in proc.stderr and "n_layers[0]" in proc.stderr and "nested deeper" in proc.stderr
     assert len(proc.stderr) < MESSAGE_MAX + 10
     assert elapsed < 20  # the interpreter's start and imports; the refusal itself is instant
+
+
+class _ScannerWithADepthLimit(yaml.SafeLoader):
+    """Refuses flow nesting past 1,000 levels in the scanner, as libyaml 0.2.6 does (PyYAML
+    6.0.4's wheels), with its words: whatever PyYAML this machine has, the path runs."""
+
+    def fetch_flow_collection_start(self, token_class):
+        if self.flow_level >= 1_000:
+            mark = self.get_mark()
+            raise yaml.scanner.ScannerError("while increasing flow level", mark,
+                                            "exceeded maximum nesting depth", mark)
+        super().fetch_flow_collection_start(token_class)
+
+
+def test_a_scanner_that_refuses_the_depth_itself_still_names_the_key():
+    text = GOOD.replace("n_layers: 4", f"n_layers: {nested(5_000)}")
+    with pytest.raises(yaml.scanner.ScannerError):  # what the scanner alone would say
+        for _ in yaml.parse(text, Loader=_ScannerWithADepthLimit):
+            pass
+    with pytest.raises(SpecError, match="nested deeper") as err:
+        limits.check_yaml(text, _ScannerWithADepthLimit, "deep.yaml", None)
+    assert err.value.key.startswith("n_layers[0][0]")
+    other = yaml.scanner.ScannerError("while scanning", None, "found a tab", None)
+
+    class _OtherComplaint(yaml.SafeLoader):
+        def fetch_more_tokens(self):
+            raise other
+    with pytest.raises(yaml.scanner.ScannerError) as err:  # any other complaint stays as it is
+        limits.check_yaml(text, _OtherComplaint, "deep.yaml", None)
+    assert err.value is other
 
 
 def test_the_depth_limit_admits_its_own_depth():
