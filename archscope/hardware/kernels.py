@@ -4,8 +4,10 @@ A square-matmul and a copy probe (probe.py) say little about a model's forward: 
 row of matrix-vector products whose speed depends on each matrix's shape (a 2,048-wide row is
 not a 128k-tall head), and prefill is matmuls of `tokens` rows against each weight, far from
 a square 1,024 product (in bf16 on a CPU without bf16 units, tens of times apart). So this
-module times `torch.nn.functional.linear` at each distinct weight shape of the model, with
-the number of token rows each phase feeds it, and turns the times into two effective rates:
+module times the dense linear the built model runs (archscope.nn.linear: F.linear, or
+oneDNN's kernel for fp32 on a CPU), under inference mode as the model runs, at each distinct
+weight shape of the model, with the number of token rows each phase feeds it, and turns the
+times into two effective rates:
 
 - decode bandwidth = the weight bytes of one step / the summed time of its matrix-vector
   products (each weight read once per step, as in the model);
@@ -103,14 +105,14 @@ def _layers(rows: int, cols: int, dtype, device: str, kernel: str | None, copies
     """`copies` callables x -> linear(x, W) of rows x cols: dense weights, or a quantized
     kernel's layers (random weights: the timing does not depend on the values)."""
     import torch
-    import torch.nn.functional as F
 
+    from archscope.nn.linear import linear  # the dense kernel the built model runs
     from archscope.nn.quantized import KERNELS, QuantizedLinear  # the kernels profile runs
 
     if kernel not in KERNELS:  # dense, or a format archscope has no kernel for: its 16-bit
         # matmul (what a dequantise-then-multiply path runs), reading the format's bytes
         weights = [torch.ones(rows, cols, dtype=dtype, device=device) for _ in range(copies)]
-        return [lambda x, w=w: F.linear(x, w) for w in weights]
+        return [lambda x, w=w: linear(x, w) for w in weights]
     return [QuantizedLinear.random(rows, cols, kernel, dtype, device, seed=i)
             for i in range(copies)]
 
@@ -167,8 +169,9 @@ def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
     x = torch.randn(probe_tokens, cols, device=device).to(tdtype)
 
     def run():
-        for layer in layers:
-            layer(x)
+        with torch.inference_mode():  # as the model runs (no autograd: oneDNN's fp32 kernel)
+            for layer in layers:
+                layer(x)
 
     seconds = _best(run, device, copies)
     return seconds * (rows / probe_rows) * (tokens / probe_tokens)

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.cache import LayerCache, attention_mask
+from archscope.nn.linear import Linear
 from archscope.nn.norms import RMSNorm
 from archscope.nn.rope import apply_partial_rope, apply_rope, apply_rope_interleaved
 from archscope.spec.schema import AttentionSpec, ModelSpec
@@ -116,11 +117,11 @@ class GQAAttention(nn.Module):
         q_rows = 2 * h * hd if self.gated else h * hd
         self.widths = (q_rows, hkv * hd, hkv * hd)
         if self.fused:
-            self.qkv_proj = nn.Linear(d, sum(self.widths), bias=attn.bias)
+            self.qkv_proj = Linear(d, sum(self.widths), bias=attn.bias)
         else:
-            self.q_proj = nn.Linear(d, q_rows, bias=attn.bias)
-            self.k_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
-            self.v_proj = nn.Linear(d, hkv * hd, bias=attn.bias)
+            self.q_proj = Linear(d, q_rows, bias=attn.bias)
+            self.k_proj = Linear(d, hkv * hd, bias=attn.bias)
+            self.v_proj = Linear(d, hkv * hd, bias=attn.bias)
         # QK-norm normalises groups of `*_norm_width` values: one head (Qwen3's q_norm/k_norm of
         # head_dim) or the whole projection (OLMo 2's, of n_heads*head_dim and
         # n_kv_heads*head_dim); both before RoPE, with the model's eps, as in transformers.
@@ -133,7 +134,7 @@ class GQAAttention(nn.Module):
         # Llama 4's l2 norm has no weight and follows RoPE (transformers' order), so it is a
         # module outside the q_norm/k_norm slots, which hold weights and precede RoPE
         self.l2_norm = L2Norm(eps) if attn.qk_norm == "l2" else nn.Identity()
-        self.o_proj = nn.Linear(h * hd, d, bias=attn.has_out_bias)
+        self.o_proj = Linear(h * hd, d, bias=attn.has_out_bias)
         self.scale = spec.mults.attention or hd ** -0.5
         self.rotary = spec.position.kind == "rope" and attn.rope  # false: a NoPE layer
         # rotary_fraction < 1 (GLM-4.5): the model's cos/sin cover the first rotary_dim dims

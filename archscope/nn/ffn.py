@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archscope.nn.linear import Linear
 from archscope.spec.schema import FFNSpec, ModelSpec
 
 ACTIVATIONS = {
@@ -40,8 +41,8 @@ class MLP(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool):
         super().__init__()
-        self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
-        self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
+        self.up_proj = Linear(d_model, d_ff, bias=bias)
+        self.down_proj = Linear(d_ff, d_model, bias=bias)
         self.act = ACTIVATIONS[activation]
 
     def forward(self, x):
@@ -58,11 +59,11 @@ class GatedMLP(nn.Module):
         super().__init__()
         self.fused = fused
         if fused:
-            self.gate_up_proj = nn.Linear(d_model, 2 * d_ff, bias=bias)
+            self.gate_up_proj = Linear(d_model, 2 * d_ff, bias=bias)
         else:
-            self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
-            self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
-        self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
+            self.gate_proj = Linear(d_model, d_ff, bias=bias)
+            self.up_proj = Linear(d_model, d_ff, bias=bias)
+        self.down_proj = Linear(d_ff, d_model, bias=bias)
         self.glu = GatedUnit(activation, limit)
 
     def gate_up(self, x):

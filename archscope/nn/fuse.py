@@ -20,6 +20,7 @@ from torch import nn
 
 from archscope.nn.attention import GQAAttention
 from archscope.nn.ffn import GatedMLP
+from archscope.nn.linear import Linear
 
 # module kind -> (the separate projections, in the fused rows' order; the fused one's name).
 # Both names are what the forward already reads when a spec asks for the fused layout
@@ -53,7 +54,7 @@ def _concatenated(linears: list[nn.Linear]) -> nn.Linear:
         raise ValueError("fuse_projections is for a whole model on one device (not sharded, "
                          "not dispatched with hooks)")
     has_bias = first.bias is not None
-    out = nn.Linear(first.in_features, sum(l.out_features for l in linears), bias=has_bias,
+    out = Linear(first.in_features, sum(l.out_features for l in linears), bias=has_bias,
                     device="meta")
     out.weight = nn.Parameter(torch.cat([l.weight for l in linears]),
                               requires_grad=first.weight.requires_grad)

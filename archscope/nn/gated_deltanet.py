@@ -28,6 +28,7 @@ from torch import nn
 
 from archscope.nn.delta_rule import chunked, l2_normalize, recurrent_step
 from archscope.nn.depthwise import causal_depthwise_conv
+from archscope.nn.linear import Linear
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
 
 RECURRENT_DTYPE = torch.float32
@@ -77,8 +78,8 @@ class GatedDeltaNet(nn.Module):
     def __init__(self, d_model: int, gdn: GatedDeltaNetSpec, eps: float):
         super().__init__()
         self.gdn = gdn
-        self.in_proj_qkvz = nn.Linear(d_model, gdn.qkvz_width, bias=False)
-        self.in_proj_ba = nn.Linear(d_model, gdn.ba_width, bias=False)
+        self.in_proj_qkvz = Linear(d_model, gdn.qkvz_width, bias=False)
+        self.in_proj_ba = Linear(d_model, gdn.ba_width, bias=False)
         # the module only holds the weight [conv_dim, 1, conv_kernel] under transformers' name;
         # forward pads causally itself from the state, so the conv has no padding of its own
         self.conv1d = nn.Conv1d(gdn.conv_dim, gdn.conv_dim, gdn.conv_kernel,
@@ -87,7 +88,7 @@ class GatedDeltaNet(nn.Module):
         self.dt_bias = nn.Parameter(torch.ones(gdn.n_value_heads))
         self.A_log = nn.Parameter(torch.zeros(gdn.n_value_heads))
         self.norm = GatedRMSNorm(gdn.value_head_dim, eps)
-        self.out_proj = nn.Linear(gdn.value_dim, d_model, bias=False)
+        self.out_proj = Linear(gdn.value_dim, d_model, bias=False)
 
     @torch.no_grad()
     def init_own_weights(self) -> None:

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.depthwise import causal_depthwise_conv
+from archscope.nn.linear import Linear
 from archscope.spec.mamba2 import Mamba2Spec
 
 
@@ -131,7 +132,7 @@ class Mamba2Mixer(nn.Module):
     def __init__(self, d_model: int, mixer: Mamba2Spec, eps: float):
         super().__init__()
         self.spec = m = mixer
-        self.in_proj = nn.Linear(d_model, m.in_proj_width, bias=m.proj_bias)
+        self.in_proj = Linear(d_model, m.in_proj_width, bias=m.proj_bias)
         # depthwise (groups = channels): each channel of x, B, C has its own conv_kernel taps;
         # the weight has transformers' shape [conv_dim, 1, conv_kernel]. Padding is ours to do
         # (from the state's columns), so the conv computes only the outputs that are used.
@@ -142,7 +143,7 @@ class Mamba2Mixer(nn.Module):
         self.A_log = nn.Parameter(torch.log(torch.arange(1, m.n_heads + 1, dtype=torch.float)))
         self.D = nn.Parameter(torch.ones(m.n_heads))
         self.norm = GatedRMSNorm(m.d_inner, m.norm_group_size, eps, m.norm_before_gate)
-        self.out_proj = nn.Linear(m.d_inner, d_model, bias=m.proj_bias)
+        self.out_proj = Linear(m.d_inner, d_model, bias=m.proj_bias)
 
     @torch.no_grad()
     def init_own_weights(self) -> None:

@@ -49,6 +49,7 @@ from torch import nn
 from archscope.errors import InputError
 from archscope.nn.attention import attend
 from archscope.nn.cache import LayerCache
+from archscope.nn.linear import Linear
 from archscope.nn.norms import RMSNorm
 from archscope.nn.rope import _yarn_mscale, apply_rope_interleaved
 from archscope.nn.shards import local
@@ -79,16 +80,16 @@ class MLAttention(nn.Module):
         self.v_dim = attn.v_head_dim
         self.latent = attn.kv_lora_rank
         if attn.q_lora_rank:
-            self.q_a_proj = nn.Linear(d, attn.q_lora_rank, bias=attn.bias)
+            self.q_a_proj = Linear(d, attn.q_lora_rank, bias=attn.bias)
             self.q_a_layernorm = RMSNorm(attn.q_lora_rank, LATENT_NORM_EPS, spec.norm.unit_offset)
-            self.q_b_proj = nn.Linear(attn.q_lora_rank, h * attn.qk_head_dim, bias=False)
+            self.q_b_proj = Linear(attn.q_lora_rank, h * attn.qk_head_dim, bias=False)
         else:
-            self.q_proj = nn.Linear(d, h * attn.qk_head_dim, bias=False)
+            self.q_proj = Linear(d, h * attn.qk_head_dim, bias=False)
         self.low_rank_query = bool(attn.q_lora_rank)
-        self.kv_a_proj_with_mqa = nn.Linear(d, self.latent + self.rope_dim, bias=attn.bias)
+        self.kv_a_proj_with_mqa = Linear(d, self.latent + self.rope_dim, bias=attn.bias)
         self.kv_a_layernorm = RMSNorm(self.latent, LATENT_NORM_EPS, spec.norm.unit_offset)
-        self.kv_b_proj = nn.Linear(self.latent, h * (self.nope + self.v_dim), bias=False)
-        self.o_proj = nn.Linear(h * self.v_dim, d, bias=attn.has_out_bias)
+        self.kv_b_proj = Linear(self.latent, h * (self.nope + self.v_dim), bias=False)
+        self.o_proj = Linear(h * self.v_dim, d, bias=attn.has_out_bias)
         self.scale = softmax_scale(spec, attn)
         self.decode_form: str = DECODE_FORMS[0]  # for start > 0 only; see the module docstring
 

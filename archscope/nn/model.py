@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from archscope.nn.cache import KVCache
+from archscope.nn.linear import Linear
 from archscope.nn.norms import make_norm
 from archscope.nn.registry import ffn_module, mixer_module
 from archscope.nn.rope import RotaryEmbedding
@@ -97,7 +98,7 @@ class DecoderLM(nn.Module):
         self.layers = nn.ModuleList(Block(spec, layer) for layer in spec.plan)
         # a post-norm stack already ends on a norm; pre- and output-norm ones add a final one
         self.norm = make_norm(spec.norm, d) if spec.norm.position != "post" else nn.Identity()
-        self.lm_head = nn.Linear(d, spec.vocab_size, bias=False)
+        self.lm_head = Linear(d, spec.vocab_size, bias=False)
         self.tie_weights()
         self.embedding_scale = unless_one(spec.mults.embedding)
         self.logits_scale = unless_one(spec.mults.logits)

@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.ffn import GatedMLP, GatedUnit
+from archscope.nn.linear import Linear
 from archscope.nn.moe_sync_free import experts_dense, experts_gathered
 from archscope.nn.shards import local
 from archscope.spec.schema import FFNSpec, ModelSpec, RouterSpec
@@ -280,7 +281,7 @@ class MoE(nn.Module):
         self.shared_experts = (GatedMLP(d, shared, ffn.activation, ffn.bias, limit=ffn.limit)
                                if shared else None)
         # Qwen3-Next: sigmoid(x . w) scales the shared experts' output, token by token
-        self.shared_expert_gate = nn.Linear(d, 1, bias=False) if ffn.shared_gate else None
+        self.shared_expert_gate = Linear(d, 1, bias=False) if ffn.shared_gate else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1])

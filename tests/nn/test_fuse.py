@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
 from archscope.nn import build_model
 from archscope.nn.fuse import fuse_projections, unfused_state_dict
+from archscope.nn.linear import Linear
 from parity import tiny_spec
 
 VARIANTS = {
@@ -40,7 +40,7 @@ def test_fused_model_gives_the_same_logits(variant):
     assert fused == spec.n_layers + gated
     assert not {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()} & {
         "q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}
-    assert all(type(model.get_submodule(n)) is nn.Linear for n, _ in model.named_modules()
+    assert all(type(model.get_submodule(n)) is Linear for n, _ in model.named_modules()
                if n.endswith(("qkv_proj", "gate_up_proj")))
     assert sum(p.numel() for p in model.parameters()) == n_params
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)  # fp32 rounding only

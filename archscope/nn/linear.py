@@ -1,0 +1,80 @@
+"""The dense linear every built model runs, and the kernel it takes on a CPU.
+
+`linear(x, weight, bias)` is `F.linear`, except for fp32 inference on a CPU, where it calls
+oneDNN's linear (`torch.ops.mkldnn._linear_pointwise`, torch's own CPU kernel library: what
+F.linear already runs for bf16, and what inductor runs for frozen fp32 graphs). For fp32,
+F.linear calls MKL's sgemm, and MKL picks its code path by CPU vendor: on a non-Intel CPU it
+takes a generic path. On this project's machines (AMD EPYC, family 26, AVX-512; MKL 2024.2,
+oneDNN 3.12 in torch 2.13) oneDNN's fp32 kernel runs a token through llama-3.2-1b's weight
+shapes at 1.7-1.9x MKL's rate and a 128-token prompt at ~2.5x (benchmarks/cpu_linear.py prints
+the ratios on the machine it runs on). Same fp32 arithmetic, summed in another order: the
+outputs agree to rounding (tests/nn/test_linear.py).
+
+Only where it is safe: plain tensors (a DTensor shard or any other subclass keeps F.linear),
+both fp32, and no autograd (oneDNN's op has no backward), so training and gradients are
+untouched. `Linear` is nn.Linear with this forward, so checkpoints, module tables and every
+`isinstance(m, nn.Linear)` are unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.flop_counter import register_flop_formula
+
+_ONEDNN_OK = torch.backends.mkldnn.is_available()
+_PLAIN = (torch.Tensor, nn.Parameter)
+# Below about a million multiply-adds (1,024 x 1,024 at one token) oneDNN's ~13 us of setup per
+# call outweighs its faster kernel (here: 2 us against 12.5 at 128 x 128, 13 against 18 at
+# 512 x 512, 54 against 38 at 1,024 x 1,024), so small linears stay on F.linear.
+_ONEDNN_MIN_MACS = 1 << 20
+
+
+def uses_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether `linear` runs oneDNN's kernel for these operands (see the module doc)."""
+    return (_ONEDNN_OK and x.device.type == "cpu" and x.dtype == torch.float32
+            and weight.dtype == torch.float32 and type(x) in _PLAIN and type(weight) in _PLAIN
+            and not torch.is_grad_enabled() and x.numel() > 0
+            and x.numel() * weight.shape[0] >= _ONEDNN_MIN_MACS)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None):
+    """x @ weight.T + bias, as F.linear; oneDNN's kernel for fp32 inference on a CPU."""
+    if uses_onednn(x, weight):
+        return onednn_linear(x, weight, bias)
+    return F.linear(x, weight, bias)
+
+
+class Linear(nn.Linear):
+    """nn.Linear whose forward is `linear` (the same parameters, names and init)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)
+
+
+# An op of our own around oneDNN's: inductor lowers mkldnn._linear_pointwise only for weights
+# it has frozen and packed itself (a compiled step would fail on ours), while a custom op is
+# called as it is, from compiled code too; it also names the kernel in profiles.
+@torch.library.custom_op("archscope::onednn_linear", mutates_args=())
+def onednn_linear(x: torch.Tensor, weight: torch.Tensor,
+                  bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """oneDNN's fp32 linear on a CPU (torch.ops.mkldnn._linear_pointwise, no fused op)."""
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+@onednn_linear.register_fake
+def _(x, weight, bias):
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+@register_flop_formula(torch.ops.archscope.onednn_linear)
+def _onednn_linear_flops(x_shape, w_shape, *args, out_shape=None, **kwargs) -> int:
+    """FlopCounterMode's count for it, as it counts F.linear: 2 per multiply-add, the bias not
+    counted."""
+    rows = 1
+    for size in x_shape[:-1]:
+        rows *= size
+    return 2 * rows * w_shape[0] * w_shape[1]
