@@ -12,6 +12,7 @@ from archscope.estimate.fit import Setup, fit
 from archscope.estimate.kernel_shapes import workload
 from archscope.hardware import kernels, probe_cpu
 from archscope.nn import build_model
+from archscope.nn import linear as dense
 from archscope.spec import load_spec
 from tests.parity import tiny_spec
 
@@ -92,8 +93,8 @@ def test_a_probe_too_large_to_run_whole_is_cut_and_scaled(monkeypatch):
         fn()
         return 1e-3
 
-    real_linear = torch.nn.functional.linear
-    monkeypatch.setattr(torch.nn.functional, "linear",
+    real_linear = dense.linear  # what the probe times: the built model's dense linear
+    monkeypatch.setattr(dense, "linear",
                         lambda x, w: probed.append((x.shape[0], *w.shape)) or real_linear(x, w))
     monkeypatch.setattr(kernels, "_best", one_ms)
     monkeypatch.setattr(kernels, "MAX_COPY_BYTES", 64 * 64 * 4)
