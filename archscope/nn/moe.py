@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.ffn import GatedMLP, GatedUnit
-from archscope.nn.linear import Linear
+from archscope.nn.linear import Linear, linear
 from archscope.nn.moe_sync_free import experts_dense, experts_gathered
 from archscope.nn.shards import local
 from archscope.spec.schema import FFNSpec, ModelSpec, RouterSpec
@@ -68,7 +68,7 @@ class Router(nn.Module):
         """x [N, d] -> (weights [N, top_k] in fp32, expert indices [N, top_k])."""
         weight, bias = self.weight_fp32 or (
             self.weight.float(), None if self.bias is None else self.bias.float())
-        logits = F.linear(x.float(), weight, bias)
+        logits = linear(x.float(), weight, bias)
         r = self.routing
         scores = logits.sigmoid() if r.scoring == "sigmoid" else logits.softmax(dim=-1)
         if r.method == "noaux_tc":

@@ -132,3 +132,22 @@ def test_the_versus_transformers_benchmark_renders_decode_and_prefill_cases(tmp_
     assert "17.600 s" in rows[1] and "| no " in rows[1] and rows[1].rstrip("| ").endswith("1")
     assert "llama-3.2-1b (--set n_layers=4)" in text
     assert "`python benchmarks/decode_vs_hf.py --runs 3`" in text
+
+
+def test_the_cpu_linear_benchmark_renders_one_row_per_phase(tmp_path):
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    phases = [{"phase": "decode b1", "f_linear_s": 0.2091, "archscope_s": 0.1304, "ratio": 1.6035,
+               "shapes": []},
+              {"phase": "prefill 128", "f_linear_s": 1.3349, "archscope_s": 0.5905,
+               "ratio": 2.2606, "shapes": []}]
+    (folder / "cpu_linear-cpu.json").write_text(json.dumps({
+        "command": "python benchmarks/cpu_linear.py --json x.json", "model": "llama-3.2-1b",
+        "cpu": "x86_64", "threads": 2, "torch": "2.13.0", "results": phases}))
+    text = profiles_page([], benchmark_sections(load_benchmarks(tmp_path)))
+    assert text.count("## fp32 linears on the CPU: F.linear against archscope's") == 1
+    rows = [line for line in text.splitlines() if line.startswith(("| decode b1", "| prefill"))]
+    assert len(rows) == 2
+    assert "209.1" in rows[0] and "130.4" in rows[0] and "1.60" in rows[0]
+    assert "1,334.9" in rows[1] and "590.5" in rows[1] and "2.26" in rows[1]
+    assert "`python benchmarks/cpu_linear.py --json x.json`" in text

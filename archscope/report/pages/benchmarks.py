@@ -1,7 +1,8 @@
 """reports/profiles.md's benchmark sections: the runs committed under
 reports/data/benchmarks/ by `benchmarks/*.py --json`, shown under their own headings, each with
-the command that made it. Known: QUANTIZED (benchmarks/quantized_decode.py) and VERSUS_HF
-(benchmarks/decode_vs_hf.py); a file of another benchmark is read but not shown.
+the command that made it. Known: QUANTIZED (benchmarks/quantized_decode.py), VERSUS_HF
+(benchmarks/decode_vs_hf.py) and CPU_LINEAR (benchmarks/cpu_linear.py); a file of another
+benchmark is read but not shown.
 """
 
 from __future__ import annotations
@@ -130,7 +131,41 @@ def _versus_hf_sections(benchmarks: dict[str, dict]) -> list[str]:
     return out
 
 
+CPU_LINEAR = "cpu_linear"  # benchmarks/cpu_linear.py's files: cpu_linear*.json
+
+
+def _seconds(key: str):
+    return key_cell(key, lambda x: f"{1e3 * x:,.1f}")
+
+
+CPU_LINEAR_COLUMNS = [
+    ("phase", key_cell("phase"), "l"),
+    ("its matmuls with F.linear, ms", _seconds("f_linear_s"), "r"),
+    ("with archscope's linear, ms", _seconds("archscope_s"), "r"),
+    ("ratio", key_cell("ratio", decimals(2)), "r"),
+]
+
+
+def _cpu_linear_sections(benchmarks: dict[str, dict]) -> list[str]:
+    out = []
+    for name, data in benchmarks.items():
+        if not name.startswith(CPU_LINEAR):
+            continue
+        note = (f"{data.get('model', DASH)}'s weight shapes in fp32 on {data.get('cpu', DASH)} "
+                f"({data.get('threads', DASH)} threads), torch {data.get('torch', DASH)}: each "
+                "shape timed with both kernels in alternation (fastest of several calls; a "
+                "decode-sized product over copies of its matrix that outgrow the caches), "
+                "summed over the phase's matmuls. F.linear is MKL's sgemm; archscope's linear "
+                "is oneDNN's kernel (archscope/nn/linear.py). Ratio: F.linear / archscope (> 1: "
+                f"archscope's faster). Command: `{data.get('command', DASH)}`; data: "
+                f"`data/benchmarks/{name}`.")
+        out.append(section("fp32 linears on the CPU: F.linear against archscope's",
+                           table(data.get("results", []), CPU_LINEAR_COLUMNS), note))
+    return out
+
+
 def benchmark_sections(benchmarks: dict[str, dict]) -> list[str]:
     """The sections of the benchmark files `load_benchmarks` read: the quantized decode runs,
-    then the runs against transformers (each kind in file-name order)."""
-    return _quantized_sections(benchmarks) + _versus_hf_sections(benchmarks)
+    the fp32 CPU linears, then the runs against transformers (each kind in file-name order)."""
+    return (_quantized_sections(benchmarks) + _cpu_linear_sections(benchmarks)
+            + _versus_hf_sections(benchmarks))
