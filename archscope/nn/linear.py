@@ -6,12 +6,12 @@ F.linear already runs for bf16, and what inductor runs for frozen fp32 graphs). 
 F.linear calls MKL's sgemm, and MKL dispatches its instruction-set-specific code paths on Intel
 processors only (Intel's MKL developer guide, "Instruction Set Specific Dispatching on Intel
 Architectures"; sgemm without a Zen kernel: danieldk.eu/Posts/2020-08-31-MKL-Zen.html). Here its
-verbose mode names no instruction set while oneDNN's names AVX-512. On this project's machines (AMD EPYC, family 26, AVX-512; MKL 2024.2 and
-oneDNN 3.12 in torch 2.13) llama-3.2-1b's matmuls take 1.59x less time with oneDNN's kernel in
-a decode step at batch 1, 2.48x at batch 8 and 2.31x in a 128-token prefill
-(reports/data/benchmarks/cpu_linear-cpu.json; benchmarks/cpu_linear.py prints them wherever it
-runs). Same fp32
-arithmetic, summed in another order: the outputs agree to rounding (tests/nn/test_linear.py).
+verbose mode names no instruction set while oneDNN's names AVX-512. On this project's machines
+(AMD EPYC, family 26, AVX-512; MKL 2024.2 and oneDNN 3.12 in torch 2.13) llama-3.2-1b's
+matmuls take 1.59x less time with oneDNN's kernel in a decode step at batch 1, 2.48x at batch 8
+and 2.31x in a 128-token prefill (reports/data/benchmarks/cpu_linear-cpu.json;
+benchmarks/cpu_linear.py prints them wherever it runs). Same fp32 arithmetic, summed in another
+order: the outputs agree to rounding (tests/nn/test_linear.py).
 
 Only where it is safe and pays: plain tensors (a DTensor shard or any other subclass keeps
 F.linear), both fp32, no autograd (oneDNN's op has no backward: training and gradients are
