@@ -11,7 +11,7 @@ Printed per shape: both times, the GB/s of weights each reaches, and the ratio F
 archscope (> 1: archscope's is faster); per phase, the same for the phase's whole set of
 matmuls (each shape times how many the phase runs).
 
-    python benchmarks/cpu_linear.py                      # llama-3.2-1b: decode b1 and b8, prefill 128
+    python benchmarks/cpu_linear.py             # llama-3.2-1b: decode b1 and b8, prefill 128
     python benchmarks/cpu_linear.py --model qwen3-8b --json /tmp/cpu_linear.json
 """
 
