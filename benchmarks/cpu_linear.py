@@ -26,12 +26,11 @@ import torch
 import torch.nn.functional as F
 
 from archscope.estimate.kernel_shapes import workload
+from archscope.hardware.kernels import FLUSH_BYTES, REUSED_TOKENS
 from archscope.nn.linear import linear, uses_onednn
 from archscope.spec import load_spec
 
 from common import command_line, fastest  # benchmarks/common.py, beside this script
-
-FLUSH_BYTES = 256 << 20  # more than this machine's last-level cache (32 MiB)
 
 
 def parse() -> argparse.Namespace:
@@ -50,7 +49,8 @@ def parse() -> argparse.Namespace:
 def time_shape(rows: int, cols: int, tokens: int, calls: int) -> dict:
     """Both kernels at one shape: seconds of one product each (fastest of `calls`)."""
     nbytes = rows * cols * 4
-    copies = 1 if tokens >= 8 else max(1, -(-FLUSH_BYTES // nbytes))
+    # as the kernel probe does: copies that outgrow the caches, one from REUSED_TOKENS rows
+    copies = 1 if tokens >= REUSED_TOKENS else max(1, -(-FLUSH_BYTES // nbytes))
     weights = [torch.randn(rows, cols) for _ in range(copies)]
     x = torch.randn(tokens, cols)
     kernels = {"F.linear": F.linear, "archscope": linear}

@@ -22,6 +22,7 @@ unchanged; the MoE router calls `linear` too.
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import torch
@@ -79,7 +80,4 @@ def _(x, weight, bias):
 def _onednn_linear_flops(x_shape, w_shape, *args, out_shape=None, **kwargs) -> int:
     """FlopCounterMode's count for it, as it counts F.linear: 2 per multiply-add, the bias not
     counted."""
-    rows = 1
-    for size in x_shape[:-1]:
-        rows *= size
-    return 2 * rows * w_shape[0] * w_shape[1]
+    return 2 * math.prod(x_shape[:-1]) * w_shape[0] * w_shape[1]
