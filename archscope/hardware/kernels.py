@@ -15,8 +15,10 @@ times into two effective rates:
 
 A roofline priced at these rates predicts each phase as the sum of its kernels' measured
 times (the phase's other work, attention and norms, at the same rates). Measurement details:
-each decode probe cycles through enough copies of the matrix that the set is larger than the
-caches (a model reads every weight once per step: nothing stays cached between reads); shapes
+each decode probe cycles through copies of the matrix adding up to the bytes one step of the
+model reads (a model reads every weight once per step: a large one's weights are out of the
+caches by their next read, a toy's stay in them; past FLUSH_BYTES, the set outgrows any cache);
+shapes
 larger than a probe budget are cut to fewer output rows (or prompt rows) and the time scaled
 up in proportion, which holds once a kernel is that large. Every time is the best of a few
 calls, like a peak. A weight-only quantized format (int8, int4-g128) is timed on the kernels
@@ -123,12 +125,15 @@ _TIMED: dict[tuple, float] = {}
 
 
 def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = "cpu",
-                   kernel: str | None = None, nbytes: int | None = None) -> float:
-    """Seconds of one `linear(x [tokens, cols], W [rows, cols])` on this machine, weights read
-    from memory (not from cache), dense in `dtype` or held by a quantized `kernel` (`nbytes`:
-    the matrix's stored bytes, which set how many copies outgrow the caches). Timed once per
+                   kernel: str | None = None, nbytes: int | None = None,
+                   step_bytes: float = FLUSH_BYTES) -> float:
+    """Seconds of one `linear(x [tokens, cols], W [rows, cols])` on this machine, dense in
+    `dtype` or held by a quantized `kernel` (`nbytes`: the matrix's stored bytes), its weight
+    read as a model reading `step_bytes` of weights a step reads it: the probe cycles through
+    copies adding up to that (at most FLUSH_BYTES, which no cache holds). Timed once per
     process (see `retime`)."""
-    key = (rows, cols, tokens, dtype, device, kernel, nbytes)
+    step_bytes = min(int(step_bytes), FLUSH_BYTES)  # past it every size reads from memory alike
+    key = (rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes)
     if key not in _TIMED:
         _TIMED[key] = _time_linear(*key)
     return _TIMED[key]
@@ -148,7 +153,7 @@ def forget() -> None:
 
 
 def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
-                 kernel: str | None, nbytes: int | None) -> float:
+                 kernel: str | None, nbytes: int | None, step_bytes: int) -> float:
     import torch
 
     tdtype = _torch_dtype(dtype)
@@ -162,7 +167,7 @@ def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
         probe_rows //= 2
     while 2 * probe_tokens * probe_rows * cols > MAX_MATMUL_FLOPS and probe_tokens > 64:
         probe_tokens //= 2
-    copies = max(1, int(-(-FLUSH_BYTES // (probe_rows * cols * item))))
+    copies = max(1, int(-(-step_bytes // (probe_rows * cols * item))))
     if tokens >= REUSED_TOKENS:
         copies = 1
     layers = _layers(probe_rows, cols, tdtype, device, kernel, copies)
@@ -179,11 +184,12 @@ def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
 
 def measure(workload: Workload, device: str = "cpu") -> Rates:
     """The workload's effective decode bandwidth and prefill FLOP/s (see the module doc)."""
+    dec_bytes = sum(m.count * m.nbytes for m in workload.decode)  # a step's weights
+
     def seconds(m: Linear) -> float:
         return linear_seconds(m.rows, m.cols, m.tokens, workload.dtype, device, m.kernel,
-                              m.nbytes if m.kernel else None)
+                              m.nbytes if m.kernel else None, dec_bytes)
 
-    dec_bytes = sum(m.count * m.nbytes for m in workload.decode)
     dec_s = sum(m.count * seconds(m) for m in workload.decode)
     pre_flops = sum(2 * m.count * m.tokens * m.rows * m.cols for m in workload.prefill)
     pre_s = sum(m.count * seconds(m) for m in workload.prefill)

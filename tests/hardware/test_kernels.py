@@ -111,6 +111,35 @@ def test_a_probe_too_large_to_run_whole_is_cut_and_scaled(monkeypatch):
         kernels.forget()
 
 
+def test_the_decode_probe_cycles_through_as_many_weight_bytes_as_a_step_reads(monkeypatch):
+    # a toy model's weights stay in the caches from one step to the next, a large one's do not:
+    # the probe's copies add up to the step's bytes, at most FLUSH_BYTES (beyond any cache)
+    made = []
+    monkeypatch.setattr(kernels, "_layers", lambda rows, cols, dtype, device, kernel, copies:
+                        made.append(copies) or [lambda x: x] * copies)
+    monkeypatch.setattr(kernels, "_best", lambda fn, device, calls=1: fn() or 1e-3)
+    matrix = 64 * 64 * 4
+    kernels.forget()
+    try:
+        kernels.linear_seconds(64, 64, 1, "fp32", step_bytes=10 * matrix)  # ten such a step
+        kernels.linear_seconds(64, 64, 1, "fp32", step_bytes=1 << 40)  # a terabyte model
+        kernels.linear_seconds(64, 64, 1, "fp32")  # no model named: the same, already timed
+        kernels.linear_seconds(64, 64, 64, "fp32", step_bytes=1 << 40)  # compute-bound rows
+    finally:
+        kernels.forget()
+    assert made == [10, kernels.FLUSH_BYTES // matrix, 1]
+
+
+def test_measure_probes_each_shape_at_the_steps_weight_bytes(monkeypatch):
+    seen = set()
+    monkeypatch.setattr(kernels, "linear_seconds",
+                        lambda rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes:
+                        seen.add(step_bytes) or 1e-3)
+    w = workload(tiny_spec(), "fp32", batch=1, prompt_len=8)
+    kernels.measure(w)
+    assert seen == {sum(m.count * m.nbytes for m in w.decode)}
+
+
 def test_fit_on_the_cpu_is_priced_at_the_models_kernels(monkeypatch):
     monkeypatch.setattr(kernels, "linear_seconds",
                         lambda rows, cols, tokens, dtype, device="cpu", *kernel:
