@@ -16,9 +16,10 @@ matrix-vector bandwidth measured in the same process at the model's own weight s
 (roofline.local_kernels: a decode step's weight bytes over its matrix-vector products' time):
 the rate decode would reach if those products were all it did. That probe is timed once, after
 the runs, on matrices of its own; since this machine's bandwidth drifts by tens of percent
-within minutes, each batch-1 decode run is also set beside a pass over the model's own weight
-matrices (every nn.Linear once, one token, no other work) timed right after it: the same
-bytes, the same kernels, the same moment, so that ratio is what the step's other work costs.
+within minutes, after each batch-1 decode run the same generation is stepped again with each
+step followed by a pass over the model's own weight matrices (every nn.Linear once, one token,
+no other work): the same bytes, the same kernels, a fraction of a second apart, so the ratio of
+each such pair is what the step's other work costs, free of the drift between minutes.
 
 Cases are named PHASE:bB:pP:DTYPE; the default is the whole matrix (decode at batch 1 and 8,
 prompts 128 and 1,024, fp32 and bf16; prefill at 128 and 1,024, fp32 and bf16) of full-size
@@ -46,6 +47,7 @@ import torch
 
 from archscope.measure import limits, roofline
 from archscope.measure.fast import decode_step
+from archscope.measure.generate import greedy, prefill
 from archscope.measure.profile import hf_timed_generation, timed_generation
 from archscope.measure.reference import HFStepper, hf_twin
 from archscope.measure.timing import sync, to_torch_dtype
@@ -119,24 +121,42 @@ def spread(values: list[float]) -> str:
             f"n={len(values)})")
 
 
-def own_products(model, device: torch.device, passes: int = 5):
-    """(bytes, seconds): the model's own matrix-vector products alone, one token through every
-    nn.Linear in module order and nothing else, the median of `passes` passes. Each matrix is
-    read once per pass, as in a decode step (tied embeddings: the lm_head's read)."""
+def own_products(model, device: torch.device):
+    """(bytes, a pass): the model's own matrix-vector products alone, one token through every
+    nn.Linear in module order and nothing else; each matrix is read once per pass, as in a
+    decode step (tied embeddings: the lm_head's read)."""
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     inputs = [torch.zeros(1, 1, m.in_features, dtype=m.weight.dtype, device=device)
               for m in linears]
     nbytes = sum(m.weight.nbytes + (m.bias.nbytes if m.bias is not None else 0)
                  for m in linears)
-    times = []
+
+    def one_pass():
+        for m, x in zip(linears, inputs):
+            m(x)
+
+    return nbytes, one_pass
+
+
+def steps_beside_products(model, step, prompt, cache, new_tokens: int, device) -> list:
+    """[(step s, pass s)]: a generation like the timed one, each decode step followed by a pass
+    over the model's own weight matrices (own_products), both timed: pairs a fraction of a
+    second apart, so a drift of the machine hits both sides of a pair alike."""
+    _, one_pass = own_products(model, device)
+    pairs = []
     with torch.inference_mode():
-        for _ in range(passes):
-            start = time.perf_counter()
-            for m, x in zip(linears, inputs):
-                m(x)
+        cache.reset()
+        token = greedy(prefill(model, prompt, cache))
+        for _ in range(new_tokens - 1):
             sync(device)
-            times.append(time.perf_counter() - start)
-    return nbytes, statistics.median(times)
+            t0 = time.perf_counter()
+            token = greedy(step(token[:, None], cache))
+            sync(device)
+            t1 = time.perf_counter()
+            one_pass()
+            sync(device)
+            pairs.append((t1 - t0, time.perf_counter() - t1))
+    return pairs
 
 
 def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
@@ -153,7 +173,7 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
     for _ in range(a.runs):
         ours.append(timed_generation(model, step, prompt, cache, new_tokens)[1:])
         if case.phase == "decode" and case.batch == 1:
-            own.append(own_products(model, device))
+            own.append(steps_beside_products(model, step, prompt, cache, new_tokens, device))
         theirs.append(hf_timed_generation(stepper, prompt, new_tokens)[1:])
     wall, _ = limits.settle(wall, local, ours + theirs,
                             lambda: roofline.calibrate(device.type, case.dtype))
@@ -182,13 +202,18 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
         gemv = roofline.local_kernels(spec, str(device), case.dtype, 1, case.prompt).bandwidth
         result["gemv_bandwidth_bytes_per_s"] = gemv
         result["fraction_of_gemv"] = [b / gemv for b in moved]
-        # each run beside its own weights' products timed right after it (rejected runs too
-        # are left out here, pair by pair)
-        kept = [(d, o) for d, o in zip(o_dec, own) if d is not None]
-        result["own_products_bytes"] = own[0][0]
-        result["own_products_bytes_per_s"] = [n / s for _, (n, s) in kept]
-        result["fraction_of_own_products"] = [(wall.decode_bytes / d) / (n / s)
-                                              for d, (n, s) in kept]
+        # each step beside a pass over its own weights' products (after each run; a run
+        # rejected by the wall leaves its pairs out): per run, the median over its pairs of
+        # (a step's bytes / its seconds) / (the pass's bytes / its seconds)
+        nbytes = own_products(model, device)[0]
+        per_step = wall.decode_bytes / wall.decode_steps
+        kept = [pairs for d, pairs in zip(o_dec, own) if d is not None]
+        result["own_products_bytes"] = nbytes
+        result["own_products_bytes_per_s"] = [
+            statistics.median(nbytes / p for _, p in pairs) for pairs in kept]
+        result["fraction_of_own_products"] = [
+            statistics.median((per_step / s) / (nbytes / p) for s, p in pairs)
+            for pairs in kept]
     return result
 
 
@@ -208,7 +233,7 @@ def report(r: dict) -> list[str]:
             if r.get("fraction_of_own_products"):
                 own = statistics.median(r["own_products_bytes_per_s"])
                 line += (f"; {spread(r['fraction_of_own_products'])} of its own weights' "
-                         f"products timed after each run ({own / 1e9:.2f} GB/s)")
+                         f"products, step by step ({own / 1e9:.2f} GB/s)")
             lines.append(line)
     else:
         lines = [f"{r['case']:<24} archscope {spread(r['archscope_prefill_s'])} s | "

@@ -120,10 +120,12 @@ def _versus_hf_sections(benchmarks: dict[str, dict]) -> list[str]:
                 f"{data.get('runs', DASH)} interleaved pairs per case. Speed ratio: archscope / "
                 "transformers per pair, median (> 1: archscope faster). Of matrix-vector "
                 "bandwidth (batch 1): archscope's bytes/s over what the model's own "
-                "matrix-vector products reach at its shapes, timed in the same process; of "
-                "its own products: the same over a pass through the model's own weight "
-                "matrices and nothing else, timed right after each run (the probe is timed "
-                "once, and this machine's bandwidth drifts between minutes). "
+                "matrix-vector products reach at its shapes, timed once in the same process; "
+                "of its own products: after each run, the generation stepped again with each "
+                "step followed by a pass through the model's own weight matrices and nothing "
+                "else, the step's bytes/s over the pass's, median per run (pairs a fraction of "
+                "a second apart: this machine's bandwidth drifts by tens of percent between "
+                "minutes). "
                 f"Command: `{data.get('command', DASH)}`; data: `data/benchmarks/{name}`.")
         step = f", archscope's {data['step']} decode step" if data.get("step") else ""
         out.append(section(f"Decode and prefill against transformers{step}",
