@@ -18,10 +18,9 @@ times (the phase's other work, attention and norms, at the same rates). Measurem
 each decode probe cycles through copies of the matrix adding up to the bytes one step of the
 model reads (a model reads every weight once per step: a large one's weights are out of the
 caches by their next read, a toy's stay in them; past FLUSH_BYTES, the set outgrows any cache);
-shapes
-larger than a probe budget are cut to fewer output rows (or prompt rows) and the time scaled
-up in proportion, which holds once a kernel is that large. Every time is the best of a few
-calls, like a peak. A weight-only quantized format (int8, int4-g128) is timed on the kernels
+shapes larger than a probe budget are cut to fewer output rows (or prompt rows) and the time
+scaled up in proportion, which holds once a kernel is that large. Every time is the best of a
+few calls, like a peak. A weight-only quantized format (int8, int4-g128) is timed on the kernels
 `profile --weight-format` runs (archscope.nn.quantized: dequantisation included), and its
 bandwidth counts the format's bytes. Torch and archscope.nn are imported on first use.
 """
