@@ -58,7 +58,8 @@ def time_shape(rows: int, cols: int, tokens: int, calls: int) -> dict:
     with torch.inference_mode():
         onednn = uses_onednn(x, weights[0])
         for _ in range(calls):  # alternating, so a drift hits both alike
-            for name, kernel in kernels.items():
+            for name, kernel in kernels.items():  # each timed after an untimed pass of its own
+                # (fastest's warm-up), so neither starts from the state the other one left
                 took = fastest(lambda: [kernel(x, w) for w in weights], 1)
                 best[name] = min(best[name], took / copies)
     return {"rows": rows, "cols": cols, "tokens": tokens, "weight_bytes": nbytes,
