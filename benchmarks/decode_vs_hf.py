@@ -53,6 +53,7 @@ from archscope.measure.profile import hf_timed_generation, timed_generation
 from archscope.measure.reference import HFStepper, hf_twin
 from archscope.measure.timing import sync, to_torch_dtype
 from archscope.nn import build_model
+from archscope.nn.linear import pack_weights
 from archscope.spec import load_spec
 
 from common import command_line  # benchmarks/common.py, beside this script
@@ -93,10 +94,16 @@ def parse() -> argparse.Namespace:
     p.add_argument("--step", default="eager", choices=["eager", "compile"],
                    help="archscope's decode step (compile: fused and compiled, as profile "
                         "--compile runs it; on CUDA also captured as a CUDA graph)")
+    p.add_argument("--pack-weights", action="store_true",
+                   help="bf16 on a CPU: archscope's linears run on weights packed in oneDNN's "
+                        "blocked layout (archscope.nn.linear.pack_weights; a second copy)")
     p.add_argument("--json", default=None, help="also write the results to this file")
     a = p.parse_args()
     if a.runs < 1 or a.new_tokens < 2:
         p.error("--runs must be >= 1 and --new-tokens >= 2")
+    if a.pack_weights and a.step == "compile":
+        p.error("--pack-weights is for the eager step: compiled code reads the weights "
+                "themselves")
     if a.layers is not None:
         if a.layers < 1:
             p.error("--layers must be >= 1")
@@ -215,10 +222,11 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
     moved = [wall.decode_bytes / s for s in o_vals if s is not None]
     result["archscope_bytes_per_s"] = moved
     result["fraction_of_wall"] = [b / wall.bandwidth for b in moved]
-    if case.batch == 1:
+    if case.batch == 1 and not a.pack_weights:  # the probe times plain weights, not packed
         gemv = gemv_bandwidth(spec, device, case, max(moved, default=0.0))
         result["gemv_bandwidth_bytes_per_s"] = gemv
         result["fraction_of_gemv"] = [b / gemv for b in moved]
+    if case.batch == 1:
         # each step beside a pass over its own weights' products (after each run; a run
         # rejected by the wall leaves its pairs out): per run, the median over its pairs of
         # (a step's bytes / its seconds) / (the pass's bytes / its seconds)
@@ -268,15 +276,18 @@ def main() -> None:
     spec = load_spec(a.model, a.overrides)
     print(f"{spec.name} ({spec.n_layers} layers, random weights) on {device}, torch "
           f"{torch.__version__}, {torch.get_num_threads()} threads; archscope step {a.step}, "
-          f"transformers cache {a.hf_cache}; {a.new_tokens} new tokens per decode run, "
+          f"transformers cache {a.hf_cache}; {'packed weights; ' if a.pack_weights else ''}"
+          f"{a.new_tokens} new tokens per decode run, "
           f"{a.runs} interleaved pairs per case")
     results = []
     for dtype in dict.fromkeys(c.dtype for c in a.selected):  # one model in memory at a time
         local = roofline.calibrate(device.type, dtype)
         model = build_model(spec, device, to_torch_dtype(dtype))
         hf = hf_twin(model)
+        packed = pack_weights(model) if a.pack_weights else 0
         for case in (c for c in a.selected if c.dtype == dtype):
             results.append(run_case(case, model, hf, spec, local, a, device))
+            results[-1]["packed_linears"] = packed
             print("\n".join(report(results[-1])), flush=True)
         del model, hf
     if a.json:
@@ -290,7 +301,7 @@ def main() -> None:
                        "model": spec.name, "overrides": a.overrides, "runs": a.runs,
                        "device": str(device), "gpu_name": gpu,
                        "new_tokens": a.new_tokens, "hf_cache": a.hf_cache, "step": a.step,
-                       "threads": torch.get_num_threads(), "torch": torch.__version__,
+                       "pack_weights": a.pack_weights, "threads": torch.get_num_threads(), "torch": torch.__version__,
                        "results": results}, f, indent=2)
             f.write("\n")
 

@@ -11,7 +11,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from archscope.nn import build_model
-from archscope.nn.linear import Linear, linear, uses_onednn
+from archscope.nn.linear import Linear, linear, pack_weights, packed_bytes, uses_onednn
 from archscope.spec import load_spec, preset_names
 from parity import tiny_spec
 
@@ -92,3 +92,54 @@ def test_a_built_model_runs_onednn_and_gives_f_linears_logits():
     assert counts[torch.ops.archscope.onednn_linear] > 0
     assert not {torch.ops.aten.mm, torch.ops.aten.addmm} & set(counts)  # none on F.linear
     torch.testing.assert_close(fast, reference, rtol=1e-4, atol=1e-4)
+
+
+def test_packed_bf16_weights_give_the_same_logits_bit_for_bit_and_change_no_count():
+    spec = tiny_spec()
+    torch.manual_seed(0)
+    model = build_model(spec, torch.device("cpu"), torch.bfloat16)
+    ids = torch.randint(0, spec.vocab_size, (2, 5))
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    params = sum(p.numel() for p in model.parameters())
+    with torch.inference_mode():
+        plain = model(ids)
+    linears = [m for m in model.modules() if isinstance(m, Linear)]
+    assert packed_bytes(model) == sum(m.weight.nbytes for m in linears)
+    assert pack_weights(model) == len(linears) > 0
+    assert all(m.packed.is_mkldnn for m in linears)
+    with torch.inference_mode(), FlopCounterMode(display=False) as counter:
+        packed = model(ids)
+    assert torch.equal(packed, plain)  # the same kernel's arithmetic, another memory layout
+    counts = counter.get_flop_counts()["Global"]
+    assert counts[torch.ops.archscope.onednn_linear] > 0  # every linear on the packed copy
+    assert not {torch.ops.aten.mm, torch.ops.aten.addmm} & set(counts)
+    # the checkpoint's tensors and every count are the weights', as before
+    assert model.state_dict().keys() == state.keys()
+    assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
+    assert sum(p.numel() for p in model.parameters()) == params
+
+
+def test_packing_takes_only_bf16_cpu_weights_and_training_keeps_the_plain_ones():
+    torch.manual_seed(0)
+    fp32, bf16 = Linear(64, 32), Linear(64, 32).bfloat16()
+    assert pack_weights(nn.Sequential(fp32, bf16)) == 1
+    assert fp32.packed is None and bf16.packed is not None
+    x = torch.randn(3, 64, dtype=torch.bfloat16, requires_grad=True)
+    bf16(x).sum().backward()  # with autograd: F.linear on the weight itself
+    assert bf16.weight.grad is not None and x.grad is not None
+    step = torch.compile(lambda x: bf16(x) * 2, fullgraph=True)  # compiled: the weight itself
+    with torch.inference_mode():
+        assert torch.equal(step(x.detach()), F.linear(x.detach(), bf16.weight, bf16.bias) * 2)
+
+
+def test_a_weight_written_after_packing_drops_its_packed_copy():
+    torch.manual_seed(0)
+    layer = Linear(64, 32).bfloat16()
+    pack_weights(layer)
+    with torch.no_grad():
+        layer.weight.mul_(2)  # as loading a checkpoint into it does
+    x = torch.randn(3, 64, dtype=torch.bfloat16)
+    with torch.inference_mode():
+        got = layer(x)
+    assert layer.packed is None
+    assert torch.equal(got, F.linear(x, layer.weight, layer.bias))
