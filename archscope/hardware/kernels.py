@@ -102,17 +102,29 @@ def _best(fn, device: str, calls: int = 1) -> float:
     return best / calls
 
 
-def _layers(rows: int, cols: int, dtype, device: str, kernel: str | None, copies: int):
-    """`copies` callables x -> linear(x, W) of rows x cols: dense weights, or a quantized
-    kernel's layers (random weights: the timing does not depend on the values)."""
+def _layers(rows: int, cols: int, dtype, device: str, kernel: str | None, copies: int,
+            packed: bool = False):
+    """`copies` callables x -> linear(x, W) of rows x cols: dense weights (`packed`: as
+    archscope.nn.linear.pack_weights leaves them), or a quantized kernel's layers (random
+    weights: the timing does not depend on the values)."""
     import torch
 
-    from archscope.nn.linear import linear  # the dense kernel the built model runs
+    from archscope.nn.linear import Linear, linear, pack_weights  # what the built model runs
     from archscope.nn.quantized import KERNELS, QuantizedLinear  # the kernels profile runs
 
     if kernel not in KERNELS:  # dense, or a format archscope has no kernel for: its 16-bit
         # matmul (what a dequantise-then-multiply path runs), reading the format's bytes
-        weights = [torch.ones(rows, cols, dtype=dtype, device=device) for _ in range(copies)]
+        with torch.inference_mode(False):  # weights that can be packed (pack_weights)
+            weights = [torch.ones(rows, cols, dtype=dtype, device=device)
+                       for _ in range(copies)]
+        if packed:
+            layers = [torch.nn.utils.skip_init(Linear, cols, rows, bias=False, device=device,
+                                               dtype=dtype) for _ in weights]
+            for layer, w in zip(layers, weights):
+                layer.weight = torch.nn.Parameter(w, requires_grad=False)
+            if pack_weights(torch.nn.ModuleList(layers)) != len(layers):
+                raise ValueError(f"{dtype} weights on {device} have no packed layout")
+            return layers
         return [lambda x, w=w: linear(x, w) for w in weights]
     return [QuantizedLinear.random(rows, cols, kernel, dtype, device, seed=i)
             for i in range(copies)]
@@ -125,14 +137,15 @@ _TIMED: dict[tuple, float] = {}
 
 def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = "cpu",
                    kernel: str | None = None, nbytes: int | None = None,
-                   step_bytes: float = FLUSH_BYTES) -> float:
+                   step_bytes: float = FLUSH_BYTES, packed: bool = False) -> float:
     """Seconds of one `linear(x [tokens, cols], W [rows, cols])` on this machine, dense in
     `dtype` or held by a quantized `kernel` (`nbytes`: the matrix's stored bytes), its weight
     read as a model reading `step_bytes` of weights a step reads it: the probe cycles through
-    copies adding up to that (at most FLUSH_BYTES, which no cache holds). Timed once per
-    process (see `retime`)."""
+    copies adding up to that (at most FLUSH_BYTES, which no cache holds); `packed`: a dense
+    weight packed as `profile --pack-weights` packs it. Timed once per process (see
+    `retime`)."""
     step_bytes = min(int(step_bytes), FLUSH_BYTES)  # past it every size reads from memory alike
-    key = (rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes)
+    key = (rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes, packed)
     if key not in _TIMED:
         _TIMED[key] = _time_linear(*key)
     return _TIMED[key]
@@ -152,7 +165,8 @@ def forget() -> None:
 
 
 def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
-                 kernel: str | None, nbytes: int | None, step_bytes: int) -> float:
+                 kernel: str | None, nbytes: int | None, step_bytes: int,
+                 packed: bool) -> float:
     import torch
 
     tdtype = _torch_dtype(dtype)
@@ -169,7 +183,7 @@ def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
     copies = max(1, int(-(-step_bytes // (probe_rows * cols * item))))
     if tokens >= REUSED_TOKENS:
         copies = 1
-    layers = _layers(probe_rows, cols, tdtype, device, kernel, copies)
+    layers = _layers(probe_rows, cols, tdtype, device, kernel, copies, packed)
     x = torch.randn(probe_tokens, cols, device=device).to(tdtype)
 
     def run():
@@ -181,13 +195,15 @@ def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
     return seconds * (rows / probe_rows) * (tokens / probe_tokens)
 
 
-def measure(workload: Workload, device: str = "cpu") -> Rates:
-    """The workload's effective decode bandwidth and prefill FLOP/s (see the module doc)."""
+def measure(workload: Workload, device: str = "cpu", packed: bool = False) -> Rates:
+    """The workload's effective decode bandwidth and prefill FLOP/s (see the module doc);
+    `packed`: its dense weights packed as `profile --pack-weights` packs them."""
     dec_bytes = sum(m.count * m.nbytes for m in workload.decode)  # a step's weights
 
     def seconds(m: Linear) -> float:
         return linear_seconds(m.rows, m.cols, m.tokens, workload.dtype, device, m.kernel,
-                              m.nbytes if m.kernel else None, dec_bytes)
+                              m.nbytes if m.kernel else None, dec_bytes,
+                              packed and m.kernel is None)
 
     dec_s = sum(m.count * seconds(m) for m in workload.decode)
     pre_flops = sum(2 * m.count * m.tokens * m.rows * m.cols for m in workload.prefill)

@@ -20,7 +20,7 @@ def roofline_hardware(spec: ModelSpec, o: ProfileOptions, device: torch.device) 
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
     preset = roofline.preset_for_gpu(gpu) if gpu and o.hardware == "auto" else None
     return preset or roofline.local_kernels(spec, str(device), o.dtype, o.batch, o.prompt_len,
-                                            o.weight_format)
+                                            o.weight_format, o.pack_weights)
 
 
 def settle_kernels(spec: ModelSpec, o: ProfileOptions, device: torch.device,

@@ -140,19 +140,21 @@ def predict_decode(spec: ModelSpec, hw: Hardware, prompt_len: int, new_tokens: i
 
 
 def local_kernels(spec: ModelSpec, device: str, dtype: str, batch: int, prompt_len: int,
-                  weight_format: str | None = None) -> Hardware:
+                  weight_format: str | None = None, packed: bool = False) -> Hardware:
     """This machine as the rates of `spec`'s own kernels at this run's shapes (decode step of
-    `batch` tokens, prefill of `batch` prompts of `prompt_len`; weights dense in `dtype` or
-    in `weight_format`'s kernels): archscope.hardware.kernels."""
+    `batch` tokens, prefill of `batch` prompts of `prompt_len`; weights dense in `dtype`,
+    `packed` as `profile --pack-weights` packs them, or in `weight_format`'s kernels):
+    archscope.hardware.kernels."""
     from archscope.estimate.kernel_shapes import workload
     from archscope.hardware import kernels
 
     dtype = canonical_dtype(dtype)
     r = kernels.measure(workload(spec, dtype, batch, prompt_len, weight_format=weight_format),
-                        device)
+                        device, packed)
     return Hardware(f"local-{device.split(':')[0]}", {dtype: r.prefill_flops_per_s},
                     r.decode_bytes_per_s,
-                    f"measured: this model's {weight_format or dtype} matmuls at its {r.shapes} "
+                    f"measured: this model's {weight_format or dtype}"
+                    f"{' packed' if packed else ''} matmuls at its {r.shapes} "
                     "weight shapes "
                     f"(decode step {1e3 * r.decode_seconds:.1f} ms of matrix-vector products, "
                     f"prefill {1e3 * r.prefill_seconds:.1f} ms of matmuls)")

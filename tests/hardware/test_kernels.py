@@ -115,8 +115,8 @@ def test_the_decode_probe_cycles_through_as_many_weight_bytes_as_a_step_reads(mo
     # a toy model's weights stay in the caches from one step to the next, a large one's do not:
     # the probe's copies add up to the step's bytes, at most FLUSH_BYTES (beyond any cache)
     made = []
-    monkeypatch.setattr(kernels, "_layers", lambda rows, cols, dtype, device, kernel, copies:
-                        made.append(copies) or [lambda x: x] * copies)
+    monkeypatch.setattr(kernels, "_layers", lambda rows, cols, dtype, device, kernel, copies,
+                        packed: made.append(copies) or [lambda x: x] * copies)
     monkeypatch.setattr(kernels, "_best", lambda fn, device, calls=1: fn() or 1e-3)
     matrix = 64 * 64 * 4
     kernels.forget()
@@ -133,8 +133,8 @@ def test_the_decode_probe_cycles_through_as_many_weight_bytes_as_a_step_reads(mo
 def test_measure_probes_each_shape_at_the_steps_weight_bytes(monkeypatch):
     seen = set()
     monkeypatch.setattr(kernels, "linear_seconds",
-                        lambda rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes:
-                        seen.add(step_bytes) or 1e-3)
+                        lambda rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes,
+                        packed: seen.add(step_bytes) or 1e-3)
     w = workload(tiny_spec(), "fp32", batch=1, prompt_len=8)
     kernels.measure(w)
     assert seen == {sum(m.count * m.nbytes for m in w.decode)}
@@ -174,7 +174,8 @@ def test_the_quantized_probe_runs_the_quantized_kernel(monkeypatch):
                         classmethod(lambda cls, *a, **k: called.append(a[:3]) or real(*a, **k)))
     kernels.forget()
     try:
-        assert kernels.linear_seconds(256, 256, 1, "bf16", "cpu", "int8", 256 * 258) > 0
+        assert kernels.linear_seconds(256, 256, 1, "bf16", "cpu", "int8", 256 * 258,
+                                      step_bytes=4 * 256 * 258) > 0  # four copies
     finally:
         kernels.forget()
     assert called and called[0] == (256, 256, "int8")
@@ -194,5 +195,24 @@ def test_retime_keeps_each_shapes_fastest_time(monkeypatch):
         monkeypatch.setattr(kernels, "_time_linear", lambda *key: 9.0)
         kernels.retime()  # a slower round changes nothing
         assert kernels.linear_seconds(8, 8, 1, "fp32") == 1.0
+    finally:
+        kernels.forget()
+
+
+def test_a_packed_run_is_priced_on_packed_kernels(monkeypatch):
+    from archscope.nn import linear as dense_linear
+
+    packed = []
+    real = dense_linear.pack_weights
+    monkeypatch.setattr(dense_linear, "pack_weights",
+                        lambda model: packed.append(len(list(model))) or real(model))
+    kernels.forget()
+    try:
+        plain = kernels.linear_seconds(64, 64, 1, "bf16", step_bytes=64 * 64 * 2 * 4)
+        assert packed == []
+        kernels.linear_seconds(64, 64, 1, "bf16", step_bytes=64 * 64 * 2 * 4, packed=True)
+        assert packed == [4] and plain > 0  # its four copies, each packed
+        with pytest.raises(ValueError, match="no packed layout"):  # fp32 is never packed
+            kernels.linear_seconds(64, 64, 1, "fp32", step_bytes=64 * 64 * 4, packed=True)
     finally:
         kernels.forget()

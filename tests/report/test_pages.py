@@ -132,6 +132,12 @@ def test_the_versus_transformers_benchmark_renders_decode_and_prefill_cases(tmp_
     assert "17.600 s" in rows[1] and "| no " in rows[1] and rows[1].rstrip("| ").endswith("1")
     assert "llama-3.2-1b (--set n_layers=4)" in text
     assert "`python benchmarks/decode_vs_hf.py --runs 3`" in text
+    assert "packed weights" not in text
+    (folder / "decode_vs_hf-cpu.json").write_text(json.dumps({
+        "step": "eager", "pack_weights": True, "results": [decode]}))
+    text = profiles_page([], benchmark_sections(load_benchmarks(tmp_path)))
+    assert "## Decode and prefill against transformers, archscope's eager decode step on " \
+           "packed weights" in text
 
 
 def test_the_cpu_linear_benchmark_renders_one_row_per_phase(tmp_path):

@@ -128,6 +128,8 @@ def _versus_hf_sections(benchmarks: dict[str, dict]) -> list[str]:
                 "minutes). "
                 f"Command: `{data.get('command', DASH)}`; data: `data/benchmarks/{name}`.")
         step = f", archscope's {data['step']} decode step" if data.get("step") else ""
+        if data.get("pack_weights"):
+            step += " on packed weights (archscope.nn.linear.pack_weights)"
         out.append(section(f"Decode and prefill against transformers{step}",
                            table(data.get("results", []), VERSUS_HF_COLUMNS), note))
     return out

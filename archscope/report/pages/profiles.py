@@ -43,6 +43,8 @@ def profile_file_name(r: dict) -> str:
     parts += [str(r["device"]).replace(":", ""), str(r["dtype"])]
     if r.get("weight_format"):  # a weight-only quantized run beside its 16-bit one
         parts.append(str(r["weight_format"]))
+    if r.get("pack_weights"):  # beside the run on the weights as they are
+        parts.append("packed")
     return "-".join(parts) + ".json"
 
 
