@@ -110,6 +110,19 @@ def check_fits(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> dict
     return need
 
 
+def pack_weights_if_they_fit(model, device: torch.device) -> int:
+    """archscope.nn.linear.pack_weights once the second copy is known to fit in the available
+    RAM (InputError, nothing packed, if not); how many linears it packed."""
+    from archscope.nn.linear import pack_weights, packed_bytes
+
+    need, free = packed_bytes(model), available_bytes(device)
+    if free is not None and need > free:
+        raise InputError(f"--pack-weights needs {need / 1e9:,.2f} GB more for the packed copies "
+                         f"but only {free / 1e9:,.2f} GB of RAM is available; nothing was "
+                         f"packed. Run without it, or with fewer layers (n_layers=2).")
+    return pack_weights(model)
+
+
 def compiles(o: ProfileOptions, device) -> bool:
     """Whether the run's decode step is compiled: as asked, else by default on CUDA (where the
     eager step's kernel launches, not the weights, set the pace at batch 1) and not on the

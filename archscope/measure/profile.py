@@ -30,9 +30,8 @@ from archscope.estimate import model_record
 from archscope.measure import limits, predicted, reference, roofline, timed
 from archscope.measure.fast import decode_step
 from archscope.measure.generate import Step, decode, eager_step, greedy, prefill
-from archscope.errors import InputError
-from archscope.measure.preflight import (ProfileOptions, available_bytes, check_fits,
-                                         check_options, compiles, resolve_device)
+from archscope.measure.preflight import (ProfileOptions, check_fits, check_options, compiles,
+                                         pack_weights_if_they_fit, resolve_device)
 from archscope.measure.quantized import decode_weight_bytes, quantize_for_run
 from archscope.measure.resources import PeakMemory
 from archscope.measure.timing import Stats, to_torch_dtype
@@ -137,7 +136,7 @@ def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, compiled:
     prompt = torch.randint(0, spec.vocab_size, (o.batch, o.prompt_len), generator=generator)
     step, step_kind = decode_step(model, compiled, device)
     if o.pack_weights:
-        step_kind += f", {_pack(model, device)} linears on packed weights"
+        step_kind += f", {pack_weights_if_they_fit(model, device)} linears on packed weights"
     quantization = quantize_for_run(model, o.weight_format, prompt.to(device)) \
         if o.weight_format else {}
     run = Run(model, spec, weights, model.new_cache(o.batch, o.context), prompt.to(device),
@@ -147,19 +146,6 @@ def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, compiled:
         run.tokens = timed_generation(model, step, run.prompt, run.cache, o.new_tokens)[0]
         tick("warm-up")
     return run
-
-
-def _pack(model, device: torch.device) -> int:
-    """pack_weights, once the second copy is known to fit (InputError, nothing packed, if
-    not); how many linears it packed."""
-    from archscope.nn.linear import pack_weights, packed_bytes
-
-    need, free = packed_bytes(model), available_bytes(device)
-    if free is not None and need > free:
-        raise InputError(f"--pack-weights needs {need / 1e9:,.2f} GB more for the packed copies "
-                         f"but only {free / 1e9:,.2f} GB of RAM is available; nothing was "
-                         f"packed. Run without it, or with fewer layers (n_layers=2).")
-    return pack_weights(model)
 
 
 def _prepare_hf(run: Run, o: ProfileOptions, tick):

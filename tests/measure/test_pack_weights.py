@@ -50,3 +50,13 @@ def test_packing_where_it_does_not_apply_exits_2_naming_the_option(run_cli, args
                              "--format", "json")
     assert code == 2 and out == ""
     assert "--pack-weights is for an eager bf16 run on the CPU" in err and expected in err
+
+
+def test_packed_copies_that_would_not_fit_are_refused_before_packing(run_cli, monkeypatch):
+    from archscope.nn import linear
+
+    monkeypatch.setattr(linear, "packed_bytes", lambda model: 1 << 60)  # an exabyte of copies
+    monkeypatch.setattr(linear, "pack_weights", lambda model: pytest.fail("packed anyway"))
+    code, out, err = run_cli("profile", *TINY, *RUN, "--pack-weights")
+    assert code == 2 and out == ""
+    assert "--pack-weights needs" in err and "nothing was packed" in err
