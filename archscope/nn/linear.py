@@ -21,12 +21,13 @@ unchanged; the MoE router calls `linear` too.
 
 Packed weights (`pack_weights`, opt-in: `profile --pack-weights`): oneDNN multiplies a weight
 it has reordered into its own blocked layout faster than a plain row-major one, and for bf16 on
-a CPU much faster: one token through 8,192 x 2,048 at 30 GB/s plain, 51-53 GB/s packed, the
-same result bit for bit (tests/nn/test_linear.py; benchmarks/decode_vs_hf.py --pack-weights
-times a whole model with it). The packed
-copy sits beside the weight, which stays what checkpoints, tied embeddings, transformers' twin
-and every count read, so it costs a second copy of the packed weights' bytes; it is used only
-where `linear` would be (inference, plain tensors, eager) and dropped once the weight changes.
+a CPU much faster: here one token through 8,192 x 2,048 at 30 GB/s plain and 51-53 GB/s packed,
+the same result bit for bit (tests/nn/test_linear.py; benchmarks/decode_vs_hf.py
+--pack-weights times a whole model). fp32 gains nothing at one token (0.89-1.00x; at eight,
+1.8x: left for a batched path), so only bf16 is packed. The packed copy sits beside the weight, which stays what checkpoints, tied
+embeddings, transformers' twin and every count read, so it costs the packed weights' bytes once
+more; it is used only where `linear` would be (inference, plain tensors, eager code) and is
+dropped once the weight is written.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class Linear(nn.Linear):
                 and not torch.is_grad_enabled())
 
 
-PACKED_DTYPES = (torch.bfloat16,)  # fp32 packed gains nothing at one token here (0.89-1.00x)
+PACKED_DTYPES = (torch.bfloat16,)  # see the module doc: fp32 packed gains nothing at one token
 
 
 def packable(module: nn.Module) -> bool:
