@@ -1,5 +1,7 @@
-"""fp32 linears on the CPU: F.linear (MKL's sgemm) against archscope's linear (oneDNN's kernel,
-archscope.nn.linear), side by side at a model's own weight shapes.
+"""Linears on the CPU: F.linear against what archscope runs, side by side at a model's own weight
+shapes: in fp32 (--dtype fp32) MKL's sgemm against archscope's linear (oneDNN's kernel,
+archscope.nn.linear); in bf16 (--dtype bf16) the plain weight against its packed copy
+(archscope.nn.linear.pack_weights, what `profile --pack-weights` runs).
 
 For each phase (a decode step of --batch tokens, a prefill of --prompt tokens) the matmuls are
 those archscope's kernel probe prices the model by (archscope.estimate.kernel_shapes: every
@@ -12,6 +14,7 @@ archscope (> 1: archscope's is faster); per phase, the same for the phase's whol
 matmuls (each shape times how many the phase runs).
 
     python benchmarks/cpu_linear.py             # llama-3.2-1b: decode b1 and b8, prefill 128
+    python benchmarks/cpu_linear.py --dtype bf16 --json reports/data/benchmarks/cpu_linear-cpu-bf16.json
     python benchmarks/cpu_linear.py --model qwen3-8b --json /tmp/cpu_linear.json
 """
 
@@ -27,7 +30,7 @@ import torch.nn.functional as F
 
 from archscope.estimate.kernel_shapes import workload
 from archscope.hardware.kernels import FLUSH_BYTES, REUSED_TOKENS
-from archscope.nn.linear import linear, uses_onednn
+from archscope.nn.linear import Linear, linear, pack_weights, uses_onednn
 from archscope.spec import load_spec
 
 from common import command_line, fastest  # benchmarks/common.py, beside this script
@@ -39,6 +42,9 @@ def parse() -> argparse.Namespace:
     p.add_argument("--batch", type=int, action="append", default=None,
                    help="decode batch (repeatable; default 1 and 8)")
     p.add_argument("--prompt", type=int, default=128, help="prefill tokens")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
+                   help="fp32: F.linear against archscope's linear; bf16: plain weights against "
+                        "packed ones")
     p.add_argument("--calls", type=int, default=7, help="timed calls per kernel and shape")
     p.add_argument("--json", default=None, help="also write the results to this file")
     a = p.parse_args()
@@ -46,17 +52,30 @@ def parse() -> argparse.Namespace:
     return a
 
 
-def time_shape(rows: int, cols: int, tokens: int, calls: int) -> dict:
+def packed_linear(weight: torch.Tensor):
+    """x -> archscope's Linear on a packed copy of `weight` (as `profile --pack-weights`)."""
+    layer = torch.nn.utils.skip_init(Linear, weight.shape[1], weight.shape[0], bias=False,
+                                     dtype=weight.dtype)
+    layer.weight = torch.nn.Parameter(weight, requires_grad=False)
+    pack_weights(layer)
+    return layer
+
+
+def time_shape(rows: int, cols: int, tokens: int, calls: int, dtype=torch.float32) -> dict:
     """Both kernels at one shape: seconds of one product each (fastest of `calls`)."""
-    nbytes = rows * cols * 4
+    nbytes = rows * cols * dtype.itemsize
     # as the kernel probe does: copies that outgrow the caches, one from REUSED_TOKENS rows
     copies = 1 if tokens >= REUSED_TOKENS else max(1, -(-FLUSH_BYTES // nbytes))
-    weights = [torch.randn(rows, cols) for _ in range(copies)]
-    x = torch.randn(tokens, cols)
-    kernels = {"F.linear": F.linear, "archscope": linear}
+    weights = [torch.randn(rows, cols).to(dtype) for _ in range(copies)]
+    x = torch.randn(tokens, cols).to(dtype)
+    if dtype == torch.float32:
+        kernels = {"F.linear": F.linear, "archscope": linear}
+    else:  # F.linear is oneDNN's already: the plain weight against the packed one
+        packed = {id(w): packed_linear(w) for w in weights}
+        kernels = {"F.linear": F.linear, "archscope": lambda x, w: packed[id(w)](x)}
     best = dict.fromkeys(kernels, float("inf"))
     with torch.inference_mode():
-        onednn = uses_onednn(x, weights[0])
+        onednn = uses_onednn(x, weights[0]) or dtype != torch.float32
         for _ in range(calls):  # alternating, so a drift hits both alike
             for name, kernel in kernels.items():  # each timed after an untimed pass of its own
                 # (fastest's warm-up), so neither starts from the state the other one left
@@ -70,15 +89,17 @@ def time_shape(rows: int, cols: int, tokens: int, calls: int) -> dict:
 def main() -> None:
     a = parse()
     spec = load_spec(a.model)
-    print(f"{spec.name}, fp32 on {platform.processor() or platform.machine()}, torch "
-          f"{torch.__version__}, {torch.get_num_threads()} threads; fastest of {a.calls} calls")
-    phases = {f"decode b{b}": workload(spec, "fp32", b, a.prompt).decode for b in a.batch}
-    phases[f"prefill {a.prompt}"] = workload(spec, "fp32", 1, a.prompt).prefill
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[a.dtype]
+    print(f"{spec.name}, {a.dtype} on {platform.processor() or platform.machine()}, torch "
+          f"{torch.__version__}, {torch.get_num_threads()} threads; fastest of {a.calls} calls"
+          + ("; archscope = packed weights" if a.dtype == "bf16" else ""))
+    phases = {f"decode b{b}": workload(spec, a.dtype, b, a.prompt).decode for b in a.batch}
+    phases[f"prefill {a.prompt}"] = workload(spec, a.dtype, 1, a.prompt).prefill
     results = []
     for phase, shapes in phases.items():
         rows, totals = [], {"f_linear_s": 0.0, "archscope_s": 0.0}
         for s in shapes:
-            r = time_shape(s.rows, s.cols, s.tokens, a.calls)
+            r = time_shape(s.rows, s.cols, s.tokens, a.calls, dtype)
             r["count"] = s.count
             rows.append(r)
             for key in totals:
@@ -96,8 +117,9 @@ def main() -> None:
     if a.json:
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         with open(a.json, "w") as f:
-            json.dump({"what": "fp32 linears on the CPU, F.linear against archscope's "
-                               "(benchmarks/cpu_linear.py)", "command": command_line(),
+            json.dump({"what": f"{a.dtype} linears on the CPU, F.linear against archscope's "
+                               "(benchmarks/cpu_linear.py)", "dtype": a.dtype,
+                       "command": command_line(),
                        "cpu": platform.processor() or platform.machine(), "model": spec.name,
                        "threads": torch.get_num_threads(), "torch": torch.__version__,
                        "results": results}, f, indent=2)

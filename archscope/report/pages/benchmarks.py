@@ -155,15 +155,20 @@ def _cpu_linear_sections(benchmarks: dict[str, dict]) -> list[str]:
     for name, data in benchmarks.items():
         if not name.startswith(CPU_LINEAR):
             continue
-        note = (f"{data.get('model', DASH)}'s weight shapes in fp32 on {data.get('cpu', DASH)} "
-                f"({data.get('threads', DASH)} threads), torch {data.get('torch', DASH)}: each "
-                "shape timed with both kernels in alternation (fastest of several calls; a "
-                "decode-sized product over copies of its matrix that outgrow the caches), "
-                "summed over the phase's matmuls. F.linear is MKL's sgemm; archscope's linear "
-                "is oneDNN's kernel (archscope/nn/linear.py). Ratio: F.linear / archscope (> 1: "
-                f"archscope's faster). Command: `{data.get('command', DASH)}`; data: "
+        dtype = data.get("dtype", "fp32")  # the first runs were fp32 only
+        kernels = ("F.linear is MKL's sgemm; archscope's linear is oneDNN's kernel" if
+                   dtype == "fp32" else "F.linear is oneDNN's kernel on the weight as it is; "
+                   "archscope's is the same kernel on a packed copy (pack_weights, `profile "
+                   "--pack-weights`)")
+        note = (f"{data.get('model', DASH)}'s weight shapes in {dtype} on "
+                f"{data.get('cpu', DASH)} ({data.get('threads', DASH)} threads), torch "
+                f"{data.get('torch', DASH)}: each shape timed with both kernels in alternation "
+                "(fastest of several calls; a decode-sized product over copies of its matrix "
+                f"that outgrow the caches), summed over the phase's matmuls. {kernels} "
+                "(archscope/nn/linear.py). Ratio: F.linear / archscope (> 1: archscope's "
+                f"faster). Command: `{data.get('command', DASH)}`; data: "
                 f"`data/benchmarks/{name}`.")
-        out.append(section("fp32 linears on the CPU: F.linear against archscope's",
+        out.append(section(f"{dtype} linears on the CPU: F.linear against archscope's",
                            table(data.get("results", []), CPU_LINEAR_COLUMNS), note))
     return out
 
