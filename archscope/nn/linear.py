@@ -21,10 +21,11 @@ unchanged; the MoE router calls `linear` too.
 
 Packed weights (`pack_weights`, opt-in: `profile --pack-weights`): oneDNN multiplies a weight
 it has reordered into its own blocked layout faster than a plain row-major one, and for bf16 on
-a CPU much faster: here one token through 8,192 x 2,048 at 30 GB/s plain and 51-53 GB/s packed,
-the same result bit for bit (tests/nn/test_linear.py; benchmarks/decode_vs_hf.py
---pack-weights times a whole model). fp32 gains nothing at one token (0.89-1.00x; at eight,
-1.8x: left for a batched path), so only bf16 is packed. The packed copy sits beside the weight, which stays what checkpoints, tied
+a CPU much faster: here a llama-3.2-1b decode step's matmuls at batch 1 take 1.47x less time
+(one token through 8,192 x 2,048 at 43.6 GB/s packed against 29.8 plain), 1.23x at batch 8,
+1.07x in a 128-token prefill (reports/data/benchmarks/cpu_linear-cpu-bf16.json), the same
+result bit for bit (tests/nn/test_linear.py). fp32 gained nothing at one token in a scratch
+timing (0.89-1.00x; at eight tokens 1.8x: left for a batched path), so only bf16 is packed. The packed copy sits beside the weight, which stays what checkpoints, tied
 embeddings, transformers' twin and every count read, so it costs the packed weights' bytes once
 more; it is used only where `linear` would be (inference, plain tensors, eager code) and is
 dropped once the weight is written.
