@@ -138,6 +138,7 @@ def test_the_versus_transformers_benchmark_renders_decode_and_prefill_cases(tmp_
     text = profiles_page([], benchmark_sections(load_benchmarks(tmp_path)))
     assert "## Decode and prefill against transformers, archscope's eager decode step on " \
            "packed weights" in text
+    assert "the matrix-vector probe times plain weights, so its column is left empty" in text
 
 
 def test_the_cpu_linear_benchmark_renders_one_row_per_phase(tmp_path):

@@ -130,6 +130,8 @@ def _versus_hf_sections(benchmarks: dict[str, dict]) -> list[str]:
         step = f", archscope's {data['step']} decode step" if data.get("step") else ""
         if data.get("pack_weights"):
             step += " on packed weights (archscope.nn.linear.pack_weights)"
+            note += (" Packed run: the matrix-vector probe times plain weights, so its column "
+                     "is left empty; its own products are the packed ones.")
         out.append(section(f"Decode and prefill against transformers{step}",
                            table(data.get("results", []), VERSUS_HF_COLUMNS), note))
     return out
