@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from archscope.estimate.kernel_shapes import workload
 from archscope.hardware.kernels import FLUSH_BYTES, REUSED_TOKENS
-from archscope.nn.linear import Linear, linear, pack_weights, uses_onednn
+from archscope.nn.linear import linear, packed_layer, uses_onednn
 from archscope.spec import load_spec
 
 from common import command_line, fastest  # benchmarks/common.py, beside this script
@@ -52,15 +52,6 @@ def parse() -> argparse.Namespace:
     return a
 
 
-def packed_linear(weight: torch.Tensor):
-    """x -> archscope's Linear on a packed copy of `weight` (as `profile --pack-weights`)."""
-    layer = torch.nn.utils.skip_init(Linear, weight.shape[1], weight.shape[0], bias=False,
-                                     dtype=weight.dtype)
-    layer.weight = torch.nn.Parameter(weight, requires_grad=False)
-    pack_weights(layer)
-    return layer
-
-
 def time_shape(rows: int, cols: int, tokens: int, calls: int, dtype=torch.float32) -> dict:
     """Both kernels at one shape: seconds of one product each (fastest of `calls`)."""
     nbytes = rows * cols * dtype.itemsize
@@ -71,7 +62,7 @@ def time_shape(rows: int, cols: int, tokens: int, calls: int, dtype=torch.float3
     if dtype == torch.float32:
         kernels = {"F.linear": F.linear, "archscope": linear}
     else:  # F.linear is oneDNN's already: the plain weight against the packed one
-        packed = {id(w): packed_linear(w) for w in weights}
+        packed = {id(w): packed_layer(w) for w in weights}
         kernels = {"F.linear": F.linear, "archscope": lambda x, w: packed[id(w)](x)}
     best = dict.fromkeys(kernels, float("inf"))
     with torch.inference_mode():

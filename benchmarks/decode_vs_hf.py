@@ -146,11 +146,11 @@ def own_products(model, device: torch.device):
     return nbytes, one_pass
 
 
-def steps_beside_products(model, step, prompt, cache, new_tokens: int, device) -> list:
-    """[(step s, pass s)]: a generation like the timed one, each decode step followed by a pass
-    over the model's own weight matrices (own_products), both timed: pairs a fraction of a
-    second apart, so a drift of the machine hits both sides of a pair alike."""
-    _, one_pass = own_products(model, device)
+def steps_beside_products(model, step, prompt, cache, new_tokens: int, device):
+    """(the pass's bytes, [(step s, pass s)]): a generation like the timed one, each decode step
+    followed by a pass over the model's own weight matrices (own_products), both timed: pairs a
+    fraction of a second apart, so a drift of the machine hits both sides of a pair alike."""
+    nbytes, one_pass = own_products(model, device)
     pairs = []
     with torch.inference_mode():
         cache.reset()
@@ -164,7 +164,7 @@ def steps_beside_products(model, step, prompt, cache, new_tokens: int, device) -
             one_pass()
             sync(device)
             pairs.append((t1 - t0, time.perf_counter() - t1))
-    return pairs
+    return nbytes, pairs
 
 
 def gemv_bandwidth(spec, device, case: Case, fastest: float) -> float:
@@ -230,9 +230,9 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
         # each step beside a pass over its own weights' products (after each run; a run
         # rejected by the wall leaves its pairs out): per run, the median over its pairs of
         # (a step's bytes / its seconds) / (the pass's bytes / its seconds)
-        nbytes = own_products(model, device)[0]
+        nbytes = own[0][0]
         per_step = wall.decode_bytes / wall.decode_steps
-        kept = [pairs for d, pairs in zip(o_dec, own) if d is not None]
+        kept = [pairs for d, (_, pairs) in zip(o_dec, own) if d is not None]
         result["own_products_bytes"] = nbytes
         result["own_products_bytes_per_s"] = [
             statistics.median(nbytes / p for _, p in pairs) for pairs in kept]
@@ -301,7 +301,8 @@ def main() -> None:
                        "model": spec.name, "overrides": a.overrides, "runs": a.runs,
                        "device": str(device), "gpu_name": gpu,
                        "new_tokens": a.new_tokens, "hf_cache": a.hf_cache, "step": a.step,
-                       "pack_weights": a.pack_weights, "threads": torch.get_num_threads(), "torch": torch.__version__,
+                       "pack_weights": a.pack_weights, "threads": torch.get_num_threads(),
+                       "torch": torch.__version__,
                        "results": results}, f, indent=2)
             f.write("\n")
 

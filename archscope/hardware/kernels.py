@@ -109,7 +109,7 @@ def _layers(rows: int, cols: int, dtype, device: str, kernel: str | None, copies
     weights: the timing does not depend on the values)."""
     import torch
 
-    from archscope.nn.linear import Linear as ModelLinear, linear, pack_weights  # as built
+    from archscope.nn.linear import linear, packed_layer  # the dense kernel, as built
     from archscope.nn.quantized import KERNELS, QuantizedLinear  # the kernels profile runs
 
     if kernel not in KERNELS:  # dense, or a format archscope has no kernel for: its 16-bit
@@ -118,11 +118,8 @@ def _layers(rows: int, cols: int, dtype, device: str, kernel: str | None, copies
             weights = [torch.ones(rows, cols, dtype=dtype, device=device)
                        for _ in range(copies)]
         if packed:
-            layers = [torch.nn.utils.skip_init(ModelLinear, cols, rows, bias=False,
-                                               device=device, dtype=dtype) for _ in weights]
-            for layer, w in zip(layers, weights):
-                layer.weight = torch.nn.Parameter(w, requires_grad=False)
-            if pack_weights(torch.nn.ModuleList(layers)) != len(layers):
+            layers = [packed_layer(w) for w in weights]
+            if any(layer.packed is None for layer in layers):
                 raise ValueError(f"{dtype} weights on {device} have no packed layout")
             return layers
         return [lambda x, w=w: linear(x, w) for w in weights]

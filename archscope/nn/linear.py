@@ -25,10 +25,11 @@ a CPU much faster: here a llama-3.2-1b decode step's matmuls at batch 1 take 1.4
 (one token through 8,192 x 2,048 at 43.6 GB/s packed against 29.8 plain), 1.23x at batch 8,
 1.07x in a 128-token prefill (reports/data/benchmarks/cpu_linear-cpu-bf16.json), the same
 result bit for bit (tests/nn/test_linear.py). fp32 gained nothing at one token in a scratch
-timing (0.89-1.00x; at eight tokens 1.8x: left for a batched path), so only bf16 is packed. The packed copy sits beside the weight, which stays what checkpoints, tied
-embeddings, transformers' twin and every count read, so it costs the packed weights' bytes once
-more; it is used only where `linear` would be (inference, plain tensors, eager code) and is
-dropped once the weight is written.
+timing (0.89-1.00x; at eight tokens 1.8x: left for a batched path), so only bf16 is packed.
+The packed copy sits beside the weight, which stays what checkpoints, tied embeddings,
+transformers' twin and every count read, so it costs the packed weights' bytes once more; it
+is used only where `linear` would be (inference, plain tensors, eager code) and is dropped
+once the weight is written.
 """
 
 from __future__ import annotations
@@ -110,6 +111,16 @@ def pack_weights(model: nn.Module) -> int:
             module.packed_version = module.weight._version
             packed += 1
     return packed
+
+
+def packed_layer(weight: torch.Tensor) -> Linear:
+    """archscope's Linear (no bias) holding `weight` itself, packed where `packable` allows (a
+    probe's or a benchmark's stand-in for one layer of a packed model)."""
+    layer = nn.utils.skip_init(Linear, weight.shape[1], weight.shape[0], bias=False,
+                               device=weight.device, dtype=weight.dtype)
+    layer.weight = nn.Parameter(weight, requires_grad=False)
+    pack_weights(layer)
+    return layer
 
 
 def packed_bytes(model: nn.Module) -> int:

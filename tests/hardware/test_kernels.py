@@ -202,16 +202,16 @@ def test_retime_keeps_each_shapes_fastest_time(monkeypatch):
 def test_a_packed_run_is_priced_on_packed_kernels(monkeypatch):
     from archscope.nn import linear as dense_linear
 
-    packed = []
-    real = dense_linear.pack_weights
-    monkeypatch.setattr(dense_linear, "pack_weights",
-                        lambda model: packed.append(len(list(model))) or real(model))
+    packed = []  # each layer the probe made packed, its weight's shape
+    real = dense_linear.packed_layer
+    monkeypatch.setattr(dense_linear, "packed_layer",
+                        lambda w: packed.append(tuple(w.shape)) or real(w))
     kernels.forget()
     try:
         plain = kernels.linear_seconds(64, 64, 1, "bf16", step_bytes=64 * 64 * 2 * 4)
         assert packed == []
         kernels.linear_seconds(64, 64, 1, "bf16", step_bytes=64 * 64 * 2 * 4, packed=True)
-        assert packed == [4] and plain > 0  # its four copies, each packed
+        assert packed == [(64, 64)] * 4 and plain > 0  # its four copies, each packed
         with pytest.raises(ValueError, match="no packed layout"):  # fp32 is never packed
             kernels.linear_seconds(64, 64, 1, "fp32", step_bytes=64 * 64 * 4, packed=True)
     finally:
