@@ -1,8 +1,10 @@
-"""What the benchmark scripts share: the fastest of repeated calls, and the command line a
-script's --json file records (quoted, so that it can be run again as written)."""
+"""What the benchmark scripts share: the fastest of repeated calls, the command line a
+script's --json file records (quoted, so that it can be run again as written), and the writing
+of that file."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import time
@@ -25,3 +27,13 @@ def command_line() -> str:
     """`python benchmarks/SCRIPT ARGS...` of the running script, each argument shell-quoted."""
     script = f"benchmarks/{Path(sys.argv[0]).name}"
     return " ".join(shlex.quote(arg) for arg in ["python", script, *sys.argv[1:]])
+
+
+def write_json(path: str | Path, data: dict) -> None:
+    """`data` as indented JSON at `path` (its folder made if need be), its "what" first and the
+    command line after it, so that a committed file says how to make it again."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"what": data.pop("what", None), "command": command_line(), **data}
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(f"-> {path}")

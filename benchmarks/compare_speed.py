@@ -5,16 +5,21 @@ Both are measured in this one run, on this machine, as the median of several run
 `archscope compare` process (start-up and imports included), and in-process HF meta builds
 (transformers and torch already imported, which favours transformers).
 
-    python benchmarks/compare_speed.py [--runs 5]
+    python benchmarks/compare_speed.py [--runs 5] [--json PATH]
+    python benchmarks/compare_speed.py --json reports/data/benchmarks/compare_speed-cpu.json
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
 import subprocess
 import sys
 import time
+
+from common import write_json  # benchmarks/common.py, beside this script
 
 
 def time_compare(runs: int) -> list[float]:
@@ -50,6 +55,7 @@ def time_hf_meta(runs: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", default=None, help="also write the results to this file")
     args = parser.parse_args()
     ours = time_compare(args.runs)
     hf = time_hf_meta(max(1, args.runs // 2))
@@ -58,8 +64,22 @@ def main() -> None:
           f"(min {min(ours):.3f}, max {max(ours):.3f}, {len(ours)} runs)")
     print(f"transformers meta build + count, same presets:  median {h:.3f} s "
           f"(min {min(hf):.3f}, max {max(hf):.3f}, {len(hf)} runs)")
-    print(f"ratio transformers / archscope: {h / o:.1f}x; target archscope < 1.5 s: "
-          f"{'met' if o < 1.5 else 'NOT met'}")
+    print(f"ratio transformers / archscope: {h / o:.1f}x; target archscope < 1 s: "
+          f"{'met' if o < 1 else 'NOT met'}")
+    if args.json:
+        from archscope.spec import preset_names
+
+        write_json(args.json, {
+            "what": "a fresh `archscope compare` process over every preset beside transformers' "
+                    "meta-device builds of the same models, medians of runs "
+                    "(benchmarks/compare_speed.py)",
+            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+            "models": len(preset_names()),
+            "archscope_compare_s": {"median": o, "min": min(ours), "max": max(ours),
+                                    "runs": len(ours)},
+            "transformers_meta_s": {"median": h, "min": min(hf), "max": max(hf),
+                                    "runs": len(hf)},
+            "ratio": h / o})
 
 
 if __name__ == "__main__":

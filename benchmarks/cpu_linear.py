@@ -21,9 +21,7 @@ matmuls (each shape times how many the phase runs).
 from __future__ import annotations
 
 import argparse
-import json
 import platform
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +31,7 @@ from archscope.hardware.kernels import FLUSH_BYTES, REUSED_TOKENS
 from archscope.nn.linear import linear, packed_layer, uses_onednn
 from archscope.spec import load_spec
 
-from common import command_line, fastest  # benchmarks/common.py, beside this script
+from common import fastest, write_json  # benchmarks/common.py, beside this script
 
 
 def parse() -> argparse.Namespace:
@@ -106,15 +104,11 @@ def main() -> None:
               f"{1e3 * totals['archscope_s']:.1f} ms with archscope's linear: ratio {ratio:.2f}")
         results.append({"phase": phase, "shapes": rows, **totals, "ratio": ratio})
     if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(a.json, "w") as f:
-            json.dump({"what": f"{a.dtype} linears on the CPU, F.linear against archscope's "
-                               "(benchmarks/cpu_linear.py)", "dtype": a.dtype,
-                       "command": command_line(),
-                       "cpu": platform.processor() or platform.machine(), "model": spec.name,
-                       "threads": torch.get_num_threads(), "torch": torch.__version__,
-                       "results": results}, f, indent=2)
-            f.write("\n")
+        write_json(a.json, {"what": f"{a.dtype} linears on the CPU, F.linear against "
+                                    "archscope's (benchmarks/cpu_linear.py)", "dtype": a.dtype,
+                            "cpu": platform.processor() or platform.machine(),
+                            "model": spec.name, "threads": torch.get_num_threads(),
+                            "torch": torch.__version__, "results": results})
 
 
 if __name__ == "__main__":

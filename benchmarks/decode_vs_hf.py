@@ -36,12 +36,10 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import json
 import platform
 import statistics
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -56,7 +54,7 @@ from archscope.nn import build_model
 from archscope.nn.linear import pack_weights
 from archscope.spec import load_spec
 
-from common import command_line  # benchmarks/common.py, beside this script
+from common import write_json  # benchmarks/common.py, beside this script
 
 
 @dataclass(frozen=True)
@@ -96,14 +94,12 @@ def parse() -> argparse.Namespace:
                         "--compile runs it; on CUDA also captured as a CUDA graph)")
     p.add_argument("--pack-weights", action="store_true",
                    help="bf16 on a CPU: archscope's linears run on weights packed in oneDNN's "
-                        "blocked layout (archscope.nn.linear.pack_weights; a second copy)")
+                        "blocked layout (archscope.nn.linear.pack_weights; a second copy), "
+                        "in either step (compile: packed after fusing)")
     p.add_argument("--json", default=None, help="also write the results to this file")
     a = p.parse_args()
     if a.runs < 1 or a.new_tokens < 2:
         p.error("--runs must be >= 1 and --new-tokens >= 2")
-    if a.pack_weights and a.step == "compile":
-        p.error("--pack-weights is for the eager step: compiled code reads the weights "
-                "themselves")
     if a.layers is not None:
         if a.layers < 1:
             p.error("--layers must be >= 1")
@@ -190,6 +186,9 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
     cache = model.new_cache(case.batch, case.prompt + new_tokens)
     stepper = HFStepper(hf, case.prompt + new_tokens, a.hf_cache)
     step = make_step(model, a.step, device)
+    # after make_step, which fuses projections for the compiled step (new linears to pack);
+    # a copy made for an earlier case is kept
+    packed = pack_weights(model) if a.pack_weights else 0
     wall = limits.wall_for(spec, local, case.prompt, new_tokens, case.batch, case.dtype)
     ours_tokens = timed_generation(model, step, prompt, cache, new_tokens)[0]  # warm-ups
     hf_tokens = hf_timed_generation(stepper, prompt, new_tokens)[0]
@@ -205,7 +204,8 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
     t_pre, t_dec, hf_errors = limits.screen(theirs, wall, "transformers")
     # the phase this case times: seconds per run, None where rejected
     o_vals, t_vals = (o_dec, t_dec) if case.phase == "decode" else (o_pre, t_pre)
-    result = {"case": case.name, "errors": [e["message"] for e in errors + hf_errors],
+    result = {"case": case.name, "packed_linears": packed,
+              "errors": [e["message"] for e in errors + hf_errors],
               "same_tokens": bool(torch.equal(ours_tokens.cpu(), hf_tokens.cpu())),
               "wall_bandwidth_bytes_per_s": wall.bandwidth, "wall_source": wall.source,
               "wall_probes_bytes_per_s": list(wall.probes),
@@ -284,27 +284,22 @@ def main() -> None:
         local = roofline.calibrate(device.type, dtype)
         model = build_model(spec, device, to_torch_dtype(dtype))
         hf = hf_twin(model)
-        packed = pack_weights(model) if a.pack_weights else 0
         for case in (c for c in a.selected if c.dtype == dtype):
             results.append(run_case(case, model, hf, spec, local, a, device))
-            results[-1]["packed_linears"] = packed
             print("\n".join(report(results[-1])), flush=True)
         del model, hf
     if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
-        with open(a.json, "w") as f:
-            json.dump({"what": "archscope's decode and prefill against transformers' class on "
-                               "the same weights, pairs interleaved (benchmarks/decode_vs_hf.py)",
-                       "command": command_line(),
-                       "cpu": platform.processor() or platform.machine(),
-                       "model": spec.name, "overrides": a.overrides, "runs": a.runs,
-                       "device": str(device), "gpu_name": gpu,
-                       "new_tokens": a.new_tokens, "hf_cache": a.hf_cache, "step": a.step,
-                       "pack_weights": a.pack_weights, "threads": torch.get_num_threads(),
-                       "torch": torch.__version__,
-                       "results": results}, f, indent=2)
-            f.write("\n")
+        write_json(a.json, {"what": "archscope's decode and prefill against transformers' "
+                                    "class on the same weights, pairs interleaved "
+                                    "(benchmarks/decode_vs_hf.py)",
+                            "cpu": platform.processor() or platform.machine(),
+                            "model": spec.name, "overrides": a.overrides, "runs": a.runs,
+                            "device": str(device), "gpu_name": gpu,
+                            "new_tokens": a.new_tokens, "hf_cache": a.hf_cache,
+                            "step": a.step, "pack_weights": a.pack_weights,
+                            "threads": torch.get_num_threads(), "torch": torch.__version__,
+                            "results": results})
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import platform
 import statistics
@@ -52,7 +51,7 @@ from archscope.nn import build_model
 from archscope.nn.quantized import QuantizedLinear
 from archscope.spec import load_spec
 
-from common import command_line, fastest  # benchmarks/common.py, beside this script
+from common import fastest, write_json  # benchmarks/common.py, beside this script
 
 FORMATS = ("bf16", "int8", "int4")
 
@@ -166,18 +165,15 @@ def main() -> None:
               f"{r['achieved_bytes_per_s'] / 1e9:6.2f} {r['predicted_tokens_per_s']:9.2f} "
               f"{r['predicted_bound']:>8} {100 * r['prediction_error']:+6.1f}%  {logits}")
     if a.json:
-        a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({
+        write_json(a.json, {
             "what": "weight-only int8 and int4 decode against bf16, one process, rounds "
                     "alternating (benchmarks/quantized_decode.py)",
-            "command": command_line(),
             "title": title, "model": spec.name, "layers": a.layers or spec.n_layers,
             "batch": 1, "prompt_len": a.prompt_len, "new_tokens": a.new_tokens,
             "threads": a.threads, "rounds": a.runs, "torch_version": torch.__version__,
             "machine": {"cpu": platform.processor() or platform.machine(),
                         "cores": os.cpu_count()},
-            "formats": results}, indent=2) + "\n", encoding="utf-8")
-        print(f"-> {a.json}")
+            "formats": results})
 
 
 if __name__ == "__main__":

@@ -6,18 +6,23 @@ combinations are invalid and are counted, since each was validated), and `compar
 every preset (load the spec, build its record, take its row). A sweep's variant skips the file
 read and YAML parse a compare model pays for; both pay validation and the record.
 
-    python benchmarks/sweep_speed.py [--runs 3] [--model llama-3.2-1b]
+    python benchmarks/sweep_speed.py [--runs 3] [--model llama-3.2-1b] [--json PATH]
+    python benchmarks/sweep_speed.py --json reports/data/benchmarks/sweep_speed-cpu.json
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
 import time
 
 from archscope.estimate import model_record
 from archscope.estimate.sweep import parse_grid, sweep
 from archscope.spec import load_spec, preset_names
+
+from common import write_json  # benchmarks/common.py, beside this script
 
 GRID = ("attention.n_kv_heads=1,2,4,8,16,32", "n_layers=8,12,16,20,24,28,32,40",
         "ffn.d_ff=4096,6144,8192,11008,14336", "d_model=1024,2048,3072,4096,5120")
@@ -49,6 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--model", default="llama-3.2-1b")
+    parser.add_argument("--json", default=None, help="also write the results to this file")
     args = parser.parse_args()
     valid, invalid, swept = time_sweep(args.model, args.runs)
     models, compared = time_compare(args.runs)
@@ -59,6 +65,15 @@ def main() -> None:
           f"{compare_rate:,.0f} models/s")
     print(f"ratio sweep/compare per variant: {sweep_rate / compare_rate:.2f}x "
           f"(median of {args.runs} runs each)")
+    if args.json:
+        write_json(args.json, {
+            "what": "archscope sweep's variants per second beside compare's models per second, "
+                    "in process, medians of runs (benchmarks/sweep_speed.py)",
+            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+            "runs": args.runs, "model": args.model, "grid": list(GRID),
+            "sweep": {"variants": valid + invalid, "valid": valid, "invalid": invalid,
+                      "seconds": swept, "variants_per_s": sweep_rate},
+            "compare": {"models": models, "seconds": compared, "models_per_s": compare_rate}})
 
 
 if __name__ == "__main__":

@@ -68,9 +68,9 @@ def _run_dtype(dtype, device: str, weight_format) -> str:
                    "captured as a CUDA graph); the eager step is run too, as a check "
                    "[default: on for CUDA without --weight-format, off for the CPU].")
 @click.option("--pack-weights", is_flag=True,
-              help="bf16 on the CPU, eager: run the linears on copies of their weights in "
-                   "oneDNN's blocked layout (faster matrix-vector products; costs the packed "
-                   "weights' bytes once more, checked before packing).")
+              help="bf16 on the CPU (eager or --compile): run the linears on copies of "
+                   "their weights in oneDNN's blocked layout (faster matrix-vector products; "
+                   "costs the packed weights' bytes once more, checked before packing).")
 @click.option("--breakdown/--no-breakdown", default=None,
               help="Per-module and per-operator time of a decode step (torch.profiler) "
                    "[default: on for text (table), off for json].")

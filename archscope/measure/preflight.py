@@ -38,8 +38,9 @@ class ProfileOptions:
     mla_flops: str = "absorbed"
     # Weight-only quantized linears (int8, int4): None runs every weight in `dtype`.
     weight_format: str | None = None
-    # bf16 on a CPU, eager: the linears run on copies of their weights in oneDNN's blocked
-    # layout (archscope.nn.linear.pack_weights: faster products, a second copy of the bytes).
+    # bf16 on a CPU, eager or compiled: the linears run on copies of their weights in oneDNN's
+    # blocked layout (archscope.nn.linear.pack_weights: faster products, a second copy of the
+    # bytes).
     pack_weights: bool = False
 
     @property
@@ -61,12 +62,11 @@ def check_options(spec: ModelSpec, o: ProfileOptions) -> None:
                          f"exceeds {spec.name}'s max_seq_len {spec.max_seq_len}")
     if o.hf_cache not in ("dynamic", "static"):
         raise InputError(f"hf_cache must be 'dynamic' or 'static', got {o.hf_cache!r}")
-    if o.pack_weights and (not o.device.startswith("cpu") or o.dtype != "bf16" or o.compile
+    if o.pack_weights and (not o.device.startswith("cpu") or o.dtype != "bf16"
                            or o.weight_format):
         raise InputError(
-            f"--pack-weights is for an eager bf16 run on the CPU (oneDNN's packed layout), got "
+            f"--pack-weights is for a bf16 run on the CPU (oneDNN's packed layout), got "
             f"device {o.device!r}, dtype {o.dtype!r}"
-            + (", --compile (compiled code reads the weights themselves)" if o.compile else "")
             + (f", --weight-format {o.weight_format}" if o.weight_format else ""))
     if o.weight_format is not None:
         from archscope.measure.quantized import check_quantized_run

@@ -27,9 +27,11 @@ a CPU much faster: here a llama-3.2-1b decode step's matmuls at batch 1 take 1.4
 result bit for bit (tests/nn/test_linear.py). fp32 gained nothing at one token in a scratch
 timing (0.89-1.00x; at eight tokens 1.8x: left for a batched path), so only bf16 is packed.
 The packed copy sits beside the weight, which stays what checkpoints, tied embeddings,
-transformers' twin and every count read, so it costs the packed weights' bytes once more; it
-is used only where `linear` would be (inference, plain tensors, eager code) and is dropped
-once the weight is written.
+transformers' twin and every count read, so it costs the packed weights' bytes once more. It
+is used for inference on plain CPU tensors of its dtype, eager or compiled (the compiled decode
+step, made after archscope.nn.fuse for final weights, calls the same op on it), and eager code
+drops it once the weight is written (compiled code cannot read the version counter that shows
+a write; the next eager call, a prefill, drops it, and the step is compiled again).
 """
 
 from __future__ import annotations
@@ -74,13 +76,13 @@ class Linear(nn.Linear):
     packed_version: int = -1  # the weight's version when packed: a later write makes it stale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # compiled code never reads the packed copy (first: tracing stops here)
-        if not torch.compiler.is_compiling() and self.packed is not None and self._packed_fits(x):
+        if self.packed is not None and self._packed_fits(x):
             return onednn_linear(x, self.packed, self.bias)
         return linear(x, self.weight, self.bias)
 
     def _packed_fits(self, x: torch.Tensor) -> bool:
-        if self.weight._version != self.packed_version:  # loaded or trained since: stale
+        # loaded or trained since packing: stale (eager code only: see the module doc)
+        if not torch.compiler.is_compiling() and self.weight._version != self.packed_version:
             self.packed = None
             return False
         return (x.dtype == self.packed.dtype and x.device.type == "cpu" and type(x) in _PLAIN
@@ -101,15 +103,18 @@ def packable(module: nn.Module) -> bool:
 
 def pack_weights(model: nn.Module) -> int:
     """Give every packable Linear of `model` a copy of its weight in oneDNN's blocked layout
-    (a post-build pass for inference on final weights, as archscope.nn.fuse is); returns how
-    many. Costs the packed weights' bytes once more; nothing else changes."""
+    (a post-build pass for inference on final weights, after archscope.nn.fuse where both
+    run); returns how many hold one. A current copy is kept, so a second call packs only what
+    is new or written since. Costs the packed weights' bytes once more; nothing else changes."""
     packed = 0
     for module in model.modules():
-        if packable(module):
+        if not packable(module):
+            continue
+        if module.packed is None or module.packed_version != module.weight._version:
             with torch.no_grad():  # the layout is chosen for one row of input: decode
                 module.packed = torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), 1)
             module.packed_version = module.weight._version
-            packed += 1
+        packed += 1
     return packed
 
 

@@ -24,6 +24,7 @@ def test_the_cuda_decode_benchmark_dry_runs_on_the_cpu(tmp_path):
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(out.read_text())
+    assert record["command"].startswith("python benchmarks/decode_vs_hf.py --device cpu ")
     assert (record["device"], record["step"], record["gpu_name"]) == ("cpu", "compile", None)
     (case,) = record["results"]
     assert case["case"] == "decode:b1:p128:fp32" and case["same_tokens"]

@@ -1,6 +1,7 @@
-"""`profile --pack-weights`: an eager bf16 CPU run whose linears read oneDNN's packed copies of
-their weights: the same logits as the run without it, a record that says so, a roofline priced
-on packed kernels, and a clear refusal wherever packing does not apply."""
+"""`profile --pack-weights`: a bf16 CPU run whose linears read oneDNN's packed copies of their
+weights, eager or compiled: the same logits and tokens as the run without it, a record that
+says so, a roofline priced on packed kernels, and a clear refusal wherever packing does not
+apply."""
 
 from __future__ import annotations
 
@@ -39,9 +40,21 @@ def test_a_packed_run_gives_the_unpacked_logits_and_says_it_was_packed(run_cli, 
     assert saved.name.endswith("-cpu-bf16-packed.json")
 
 
+def test_a_compiled_packed_run_gives_the_eager_tokens_and_the_unpacked_logits(run_cli):
+    code, out, err = run_cli("profile", *TINY, *RUN, "--compile", "--pack-weights")
+    assert code == 0, err
+    record = json.loads(out)
+    # fused first (q/k/v and gate/up one linear each), then packed: qkv, o, gate_up, down, head
+    assert record["decode_step"].endswith(", 5 linears on packed weights")
+    assert record["decode_step"].startswith("torch.compile (")
+    assert record["compiled_tokens_match_eager"] is True
+    code, out, err = run_cli("profile", *TINY, *RUN, "--compile")
+    assert code == 0, err
+    assert record["max_abs_logit_diff"] == json.loads(out)["max_abs_logit_diff"]
+
+
 @pytest.mark.parametrize("args, expected", [
     (("--dtype", "fp32"), "dtype 'fp32'"),
-    (("--dtype", "bf16", "--compile"), "--compile"),
     (("--dtype", "bf16", "--weight-format", "int8"), "--weight-format int8"),
 ])
 def test_packing_where_it_does_not_apply_exits_2_naming_the_option(run_cli, args, expected):
@@ -49,7 +62,7 @@ def test_packing_where_it_does_not_apply_exits_2_naming_the_option(run_cli, args
                              "--new-tokens", "4", "--repeats", "1", "--pack-weights", *args,
                              "--format", "json")
     assert code == 2 and out == ""
-    assert "--pack-weights is for an eager bf16 run on the CPU" in err and expected in err
+    assert "--pack-weights is for a bf16 run on the CPU" in err and expected in err
 
 
 def test_packed_copies_that_would_not_fit_are_refused_before_packing(run_cli, monkeypatch):

@@ -127,9 +127,32 @@ def test_packing_takes_only_bf16_cpu_weights_and_training_keeps_the_plain_ones()
     x = torch.randn(3, 64, dtype=torch.bfloat16, requires_grad=True)
     bf16(x).sum().backward()  # with autograd: F.linear on the weight itself
     assert bf16.weight.grad is not None and x.grad is not None
-    step = torch.compile(lambda x: bf16(x) * 2, fullgraph=True)  # compiled: the weight itself
+    assert pack_weights(bf16) == 1 and bf16.packed is not None  # the copy kept, not redone
+
+
+def test_compiled_code_runs_the_packed_copy_and_an_eager_call_sees_a_write():
+    torch.manual_seed(0)
+    layer = Linear(64, 32).bfloat16()
+    pack_weights(layer)
+    graphs = []
+
+    def recording(gm, example_inputs):  # a torch.compile backend keeping each traced graph
+        graphs.append(str(gm.graph))
+        return gm.forward
+
+    step = torch.compile(lambda x: layer(x) * 2, backend=recording, fullgraph=True)
+    x = torch.randn(3, 64, dtype=torch.bfloat16)
     with torch.inference_mode():
-        assert torch.equal(step(x.detach()), F.linear(x.detach(), bf16.weight, bf16.bias) * 2)
+        assert torch.equal(step(x), F.linear(x, layer.weight, layer.bias) * 2)
+    assert len(graphs) == 1 and "archscope.onednn_linear" in graphs[0]
+    with torch.no_grad():
+        layer.weight.mul_(2)  # a write after compiling: compiled code cannot see the version
+    with torch.inference_mode():
+        layer(x)  # an eager call (a prefill) drops the stale copy...
+        # ...and the step is traced again, on the weight itself
+        assert torch.equal(step(x), F.linear(x, layer.weight, layer.bias) * 2)
+    assert layer.packed is None and len(graphs) == 2
+    assert "archscope.onednn_linear" not in graphs[1]
 
 
 def test_a_weight_written_after_packing_drops_its_packed_copy():

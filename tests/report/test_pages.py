@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from report_tables import IMAGE, LINK, MERMAID, generated_files, mermaid_problems
@@ -158,3 +161,34 @@ def test_the_cpu_linear_benchmark_renders_one_row_per_phase(tmp_path):
     assert "209.1" in rows[0] and "130.4" in rows[0] and "1.60" in rows[0]
     assert "1,334.9" in rows[1] and "590.5" in rows[1] and "2.26" in rows[1]
     assert "`python benchmarks/cpu_linear.py --json x.json`" in text
+
+
+def test_the_analytic_speed_benchmarks_render_sweep_and_compare(tmp_path):
+    """sweep_speed.py's own file (run here, one round) and a compare_speed.py file, in one
+    table: each timed work with its time and rate."""
+    folder = tmp_path / "benchmarks"
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "sweep_speed.py"), "--runs",
+                           "1", "--json", str(folder / "sweep_speed-cpu.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    swept = json.loads((folder / "sweep_speed-cpu.json").read_text())
+    assert swept["command"].startswith("python benchmarks/sweep_speed.py --runs 1 --json ")
+    assert swept["sweep"]["variants"] == 6 * 8 * 5 * 5  # the script's grid, every combination
+    assert swept["compare"]["models"] == len(preset_names())
+    (folder / "compare_speed-cpu.json").write_text(json.dumps({
+        "command": "python benchmarks/compare_speed.py --json x.json", "cpu": "x86_64",
+        "cores": 2, "models": 40, "archscope_compare_s": {"median": 0.8, "min": 0.75,
+                                                          "max": 0.9, "runs": 5},
+        "transformers_meta_s": {"median": 12.0, "min": 11.0, "max": 13.0, "runs": 2},
+        "ratio": 15.0}))
+    text = profiles_page([], benchmark_sections(load_benchmarks(tmp_path)))
+    assert text.count("## Analytic speed: compare and sweep") == 1
+    rows = [line for line in text.splitlines() if line.startswith(("| `archscope", "| trans",
+                                                                    "| compare's"))]
+    assert len(rows) == 4
+    assert "0.800 s (0.750-0.900, 5 runs)" in rows[0] and "50.0 models/s" in rows[0]
+    assert "12.000 s" in rows[1] and "15.0x archscope's time" in rows[1]
+    rate = swept["sweep"]["variants_per_s"]
+    assert "1,200 variants" in rows[2] and f"{rate:,.0f} variants/s" in rows[2]
+    assert "`python benchmarks/compare_speed.py --json x.json`" in text

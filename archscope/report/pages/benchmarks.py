@@ -1,8 +1,9 @@
 """reports/profiles.md's benchmark sections: the runs committed under
 reports/data/benchmarks/ by `benchmarks/*.py --json`, shown under their own headings, each with
 the command that made it. Known: QUANTIZED (benchmarks/quantized_decode.py), VERSUS_HF
-(benchmarks/decode_vs_hf.py) and CPU_LINEAR (benchmarks/cpu_linear.py); a file of another
-benchmark is read but not shown.
+(benchmarks/decode_vs_hf.py), CPU_LINEAR (benchmarks/cpu_linear.py), COMPARE_SPEED and
+SWEEP_SPEED (benchmarks/compare_speed.py, sweep_speed.py); a file of another benchmark is read
+but not shown.
 """
 
 from __future__ import annotations
@@ -175,8 +176,58 @@ def _cpu_linear_sections(benchmarks: dict[str, dict]) -> list[str]:
     return out
 
 
+COMPARE_SPEED, SWEEP_SPEED = "compare_speed", "sweep_speed"  # their files: NAME*.json
+
+
+def _spread(d: dict) -> str:
+    return f"{d['median']:.3f} s ({d['min']:.3f}-{d['max']:.3f}, {d['runs']} runs)"
+
+
+def _analytic_rows(name: str, data: dict) -> list[dict]:
+    """One file's rows of the analytic-speed table: what was timed, its time, its rate."""
+    source = f"`data/benchmarks/{name}`"
+    if name.startswith(COMPARE_SPEED):
+        ours, hf = data["archscope_compare_s"], data["transformers_meta_s"]
+        n = data["models"]
+        return [{"work": f"`archscope compare`, every preset ({n} models), a fresh process "
+                         "(start-up and imports included)", "time": _spread(ours),
+                 "rate": f"{n / ours['median']:,.1f} models/s", "data": source},
+                {"work": f"transformers: the same {n} models built on the meta device and "
+                         "counted (in process, imports done)", "time": _spread(hf),
+                 "rate": f"{data['ratio']:.1f}x archscope's time", "data": source}]
+    sw, cmp = data["sweep"], data["compare"]
+    return [{"work": f"`archscope sweep {data['model']}`: {sw['variants']:,} variants "
+                     f"({sw['invalid']:,} invalid, each validated) over "
+                     f"{' x '.join(g.split('=')[0] for g in data['grid'])}",
+             "time": f"{sw['seconds']:.3f} s (median of {data['runs']})",
+             "rate": f"{sw['variants_per_s']:,.0f} variants/s", "data": source},
+            {"work": f"compare's record for every preset ({cmp['models']} models: spec file "
+                     "read, validated, recorded), in process",
+             "time": f"{cmp['seconds']:.3f} s (median of {data['runs']})",
+             "rate": f"{cmp['models_per_s']:,.0f} models/s", "data": source}]
+
+
+ANALYTIC_COLUMNS = [("work", key_cell("work"), "l"), ("time", key_cell("time"), "r"),
+                    ("rate", key_cell("rate"), "r"), ("data", key_cell("data"), "l")]
+
+
+def _analytic_sections(benchmarks: dict[str, dict]) -> list[str]:
+    rows, notes = [], []
+    for name, data in benchmarks.items():
+        if name.startswith((COMPARE_SPEED, SWEEP_SPEED)):
+            rows += _analytic_rows(name, data)
+            notes.append(f"`{data.get('command', DASH)}` ({data.get('cpu', DASH)}, "
+                         f"{data.get('cores', DASH)} cores)")
+    if not rows:
+        return []
+    note = ("Every number here is analytic: no torch in the timed work of archscope's rows. "
+            f"Commands: {'; '.join(notes)}.")
+    return [section("Analytic speed: compare and sweep", table(rows, ANALYTIC_COLUMNS), note)]
+
+
 def benchmark_sections(benchmarks: dict[str, dict]) -> list[str]:
     """The sections of the benchmark files `load_benchmarks` read: the quantized decode runs,
-    the fp32 CPU linears, then the runs against transformers (each kind in file-name order)."""
+    the CPU linears, the runs against transformers (each kind in file-name order), then the
+    analytic commands' speed."""
     return (_quantized_sections(benchmarks) + _cpu_linear_sections(benchmarks)
-            + _versus_hf_sections(benchmarks))
+            + _versus_hf_sections(benchmarks) + _analytic_sections(benchmarks))
