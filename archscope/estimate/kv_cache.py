@@ -93,7 +93,10 @@ def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16")
     # may still be two objects, so every object in the plan is keyed (not only the first of
     # each of distinct_layers).
     row_of: dict[int, tuple[int, ...]] = {}
-    for layer in spec.plan:
+    # without `layers` overrides every layer holds the model's own attention (or none): the
+    # first layer's is every layer's, and no per-layer loop is needed (a sweep's variants)
+    plan = spec.plan if spec.layers else spec.plan[:1]
+    for layer in plan:
         attn = layer.attention
         if attn is not None and id(attn) not in row_of:
             held, elements = tokens_held(attn, seq_len), kv_elements_per_token(attn)
@@ -102,8 +105,9 @@ def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16")
                                 nbytes(batch * held * elements, dtype),
                                 nbytes(batch * held * mha, dtype))
     no_cache = (0,) * 6  # a layer without attention caches nothing per token
+    rows = [row_of.get(id(layer.attention), no_cache) for layer in plan]
     held, elements, _, _, layer_bytes, layer_mha_bytes = zip(
-        *(row_of.get(id(layer.attention), no_cache) for layer in spec.plan))
+        *(rows if spec.layers else rows * spec.n_layers))
     counts = [(row_of.get(id(layer.attention), no_cache), n)
               for layer, n in spec.distinct_layers]
 

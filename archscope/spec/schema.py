@@ -88,7 +88,9 @@ class ModelSpec:
             require(picks <= LAYER_PICKS_MAX, "layers", f"the overrides pick more than "
                     f"{LAYER_PICKS_MAX:,} layers in all, beyond the limit ({LIMITS})")
         checked: set[int] = set()  # the plan shares attention specs: each checked once, at
-        for layer in self.plan:    # its first layer (the check reads the spec, not the index)
+        # its first layer (the check reads the spec, not the index); without overrides every
+        # layer holds the model's own parts, so the first layer is all there is to check
+        for layer in (self.plan if self.layers else self.plan[:1]):
             if layer.position.kind != self.position.kind:
                 raise SpecError(f"layer {layer.index}'s position kind {layer.position.kind!r} "
                                 f"differs from the model's {self.position.kind!r}: a layer may "
@@ -137,6 +139,12 @@ class ModelSpec:
         from archscope.spec.fields import from_mapping, to_mapping
 
         n = self.n_layers
+        if not self.layers:  # every layer holds the model's own parts (a sweep's variants)
+            if self.mixer is None:
+                return tuple(LayerPlan(i, self.attention, self.ffn, self.position)
+                             for i in range(n))
+            return tuple(LayerPlan(i, None, self.ffn, self.position, state=self.mixer)
+                         for i in range(n))
         # per layer, the overrides (by index in `layers`) that patch its attention, ffn and
         # position, in order: layers patched alike share one chain, built once below
         attn: list[tuple[int, ...]] = [()] * n

@@ -131,6 +131,20 @@ def test_layer_overrides_make_the_plan(tmp_path):
     assert spec.plan[1].note == "local" and spec.plan[1].attention.n_heads == 4
 
 
+@pytest.mark.parametrize("name", ["llama-3.2-1b", "mixtral-8x7b", "nemotron-h-4b"])
+def test_a_plan_without_overrides_is_the_plan_an_empty_override_builds(name):
+    """A spec without `layers` takes a short path to its plan (a sweep's variants); a `layers`
+    entry that patches nothing (a note on layer 0) takes the general one: the same layers.
+    Nemotron-H without its overrides: every layer its Mamba-2 mixer (the state-mixer path)."""
+    spec = load_spec(name).replace(layers=())
+    noted = spec.replace(layers=({"select": [0], "note": "x"},))
+    assert not spec.layers and noted.layers and len(spec.plan) == spec.n_layers
+    for short, general in zip(spec.plan, noted.plan, strict=True):
+        assert (short.index, short.attention, short.state, short.ffn, short.position) == \
+            (general.index, general.attention, general.state, general.ffn, general.position)
+    assert spec.distinct_layers == ((spec.plan[0], spec.n_layers),)
+
+
 def test_what_if_round_trips_through_validation():
     spec = load_spec("llama-3.2-1b")
     assert spec.replace(n_layers=2).n_layers == 2
