@@ -1,8 +1,9 @@
 """`archscope sweep`'s variants per second, beside `compare`'s models per second, in one run.
 
 Both in-process (imports done), the median of several runs: the sweep over a grid of
-llama-3.2-1b what-ifs (attention.n_kv_heads x n_layers x ffn.d_ff x d_model; some
-combinations are invalid and are counted, since each was validated), and `compare`'s work for
+llama-3.2-1b what-ifs (attention.n_kv_heads x n_layers x ffn.d_ff x d_model, 1,200 variants,
+each validated and recorded; another --model's invalid combinations would be counted too, each
+having been validated), and `compare`'s work for
 every preset (load the spec, build its record, take its row). A sweep's variant skips the file
 read and YAML parse a compare model pays for; both pay validation and the record.
 
