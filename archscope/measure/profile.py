@@ -101,7 +101,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
         "device": str(device), "dtype": o.dtype, "weights": run.weights,
         "batch": o.batch, "prompt_len": o.prompt_len, "new_tokens": o.new_tokens,
         "repeats": o.repeats, "warmup": o.warmup, "decode_step": run.step_kind,
-        "pack_weights": o.pack_weights,
+        "compiled": compiled, "pack_weights": o.pack_weights,
         "mla_flops": o.mla_flops,
         **timings,
         "peak_memory_bytes": peak_bytes, "peak_memory_method": peak.method,

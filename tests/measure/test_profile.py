@@ -203,6 +203,11 @@ def test_save_names_keep_variants_apart():
 
     assert profile_file_name({"model": "gpt2", "device": "cpu", "dtype": "fp32"}) == (
         "profile-gpt2-cpu-fp32.json")
+    # a compiled run, and one on packed weights, beside the eager run on the weights as they are
+    assert profile_file_name({"model": "gpt2", "device": "cpu", "dtype": "bf16", "compiled": True,
+                              "pack_weights": True}) == "profile-gpt2-cpu-bf16-compiled-packed.json"
+    assert profile_file_name({"model": "gpt2", "device": "cpu", "dtype": "bf16",
+                              "compiled": False}) == "profile-gpt2-cpu-bf16.json"
     assert model_label({"model": "gpt2"}) == "gpt2"
 
 

@@ -28,7 +28,9 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.]+=[A-Za-z0-9_.]+")
 
 
 def profile_file_name(r: dict) -> str:
-    """'profile-MODEL[-VARIANT]-DEVICE-DTYPE.json'. VARIANT is there when the run had `--set`
+    """'profile-MODEL[-VARIANT]-DEVICE-DTYPE[-FORMAT][-compiled][-packed].json': the weight
+    format, a compiled step and packed weights each keep a run beside the plain eager one.
+    VARIANT is there when the run had `--set`
     overrides, so a variant never overwrites the preset's run: the overrides in order, '='
     as '-' (n_layers=2 -> 'n_layers-2'); a long or unusual set is cut short and ends in 8 hex
     digits of a hash of the exact strings."""
@@ -43,6 +45,8 @@ def profile_file_name(r: dict) -> str:
     parts += [str(r["device"]).replace(":", ""), str(r["dtype"])]
     if r.get("weight_format"):  # a weight-only quantized run beside its 16-bit one
         parts.append(str(r["weight_format"]))
+    if r.get("compiled"):  # beside the eager run of the same configuration
+        parts.append("compiled")
     if r.get("pack_weights"):  # beside the run on the weights as they are
         parts.append("packed")
     return "-".join(parts) + ".json"
