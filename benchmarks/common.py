@@ -1,10 +1,11 @@
 """What the benchmark scripts share: the fastest of repeated calls, the command line a
-script's --json file records (quoted, so that it can be run again as written), and the writing
-of that file."""
+script's --json file records (quoted, so that it can be run again as written), the processor it
+names, and the writing of that file."""
 
 from __future__ import annotations
 
 import json
+import platform
 import shlex
 import sys
 import time
@@ -29,11 +30,16 @@ def command_line() -> str:
     return " ".join(shlex.quote(arg) for arg in ["python", script, *sys.argv[1:]])
 
 
+def cpu_name() -> str:
+    """The processor a --json file names (its architecture where the platform names none)."""
+    return platform.processor() or platform.machine()
+
+
 def write_json(path: str | Path, data: dict) -> None:
     """`data` as indented JSON at `path` (its folder made if need be), its "what" first and the
     command line after it, so that a committed file says how to make it again."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"what": data.pop("what", None), "command": command_line(), **data}
+    data = {"what": data.get("what"), "command": command_line(), **data}  # "what" stays first
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"-> {path}")

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 
-from common import write_json  # benchmarks/common.py, beside this script
+from common import cpu_name, write_json  # benchmarks/common.py, beside this script
 
 
 def time_compare(runs: int) -> list[float]:
@@ -73,7 +72,7 @@ def main() -> None:
             "what": "a fresh `archscope compare` process over every preset beside transformers' "
                     "meta-device builds of the same models, medians of runs "
                     "(benchmarks/compare_speed.py)",
-            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+            "cpu": cpu_name(), "cores": os.cpu_count(),
             "models": len(preset_names()),
             "archscope_compare_s": {"median": o, "min": min(ours), "max": max(ours),
                                     "runs": len(ours)},

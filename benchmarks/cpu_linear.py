@@ -21,7 +21,6 @@ matmuls (each shape times how many the phase runs).
 from __future__ import annotations
 
 import argparse
-import platform
 
 import torch
 import torch.nn.functional as F
@@ -31,7 +30,7 @@ from archscope.hardware.kernels import FLUSH_BYTES, REUSED_TOKENS
 from archscope.nn.linear import linear, packed_layer, uses_onednn
 from archscope.spec import load_spec
 
-from common import fastest, write_json  # benchmarks/common.py, beside this script
+from common import cpu_name, fastest, write_json  # benchmarks/common.py, beside this script
 
 
 def parse() -> argparse.Namespace:
@@ -79,7 +78,7 @@ def main() -> None:
     a = parse()
     spec = load_spec(a.model)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[a.dtype]
-    print(f"{spec.name}, {a.dtype} on {platform.processor() or platform.machine()}, torch "
+    print(f"{spec.name}, {a.dtype} on {cpu_name()}, torch "
           f"{torch.__version__}, {torch.get_num_threads()} threads; fastest of {a.calls} calls"
           + ("; archscope = packed weights" if a.dtype == "bf16" else ""))
     phases = {f"decode b{b}": workload(spec, a.dtype, b, a.prompt).decode for b in a.batch}
@@ -106,7 +105,7 @@ def main() -> None:
     if a.json:
         write_json(a.json, {"what": f"{a.dtype} linears on the CPU, F.linear against "
                                     "archscope's (benchmarks/cpu_linear.py)", "dtype": a.dtype,
-                            "cpu": platform.processor() or platform.machine(),
+                            "cpu": cpu_name(),
                             "model": spec.name, "threads": torch.get_num_threads(),
                             "torch": torch.__version__, "results": results})
 

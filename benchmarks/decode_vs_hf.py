@@ -11,15 +11,16 @@ Ratios are speed ratios: archscope / transformers > 1 means archscope is faster.
 Every timing is checked against the bandwidth wall measured in this process
 (roofline.calibrate, probed again when a run seems to beat it; archscope.measure.limits): a
 phase faster than its bytes allow at the fastest probe is printed as a measurement error and
-enters no figure. At batch 1 each decode run is also set beside the
-matrix-vector bandwidth measured in the same process at the model's own weight shapes
-(roofline.local_kernels: a decode step's weight bytes over its matrix-vector products' time):
-the rate decode would reach if those products were all it did. That probe is timed once, after
-the runs, on matrices of its own (again, as `profile` does, where a run beat it); since this machine's bandwidth drifts by tens of percent
-within minutes, after each batch-1 decode run the same generation is stepped again with each
-step followed by a pass over the model's own weight matrices (every nn.Linear once, one token,
-no other work): the same bytes, the same kernels, a fraction of a second apart, so the ratio of
-each such pair is what the step's other work costs, free of the drift between minutes.
+enters no figure. At batch 1 each decode run is also set beside the matrix-vector bandwidth
+measured in the same process at the model's own weight shapes (roofline.local_kernels: a
+decode step's weight bytes over its matrix-vector products' time): the rate decode would reach
+if those products were all it did. That probe is timed once, after the runs, on matrices of its
+own (again, as `profile` does, where a run beat it); since this machine's bandwidth drifts by
+tens of percent within minutes, after each batch-1 decode run the same generation is stepped
+again with each step followed by a pass over the model's own weight matrices (every nn.Linear
+once, one token, no other work): the same bytes, the same kernels, a fraction of a second
+apart, so the ratio of each such pair is what the step's other work costs, free of the drift
+between minutes.
 
 Cases are named PHASE:bB:pP:DTYPE; the default is the whole matrix (decode at batch 1 and 8,
 prompts 128 and 1,024, fp32 and bf16; prefill at 128 and 1,024, fp32 and bf16) of full-size
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import platform
 import statistics
 import time
 from dataclasses import dataclass
@@ -54,7 +54,7 @@ from archscope.nn import build_model
 from archscope.nn.linear import pack_weights
 from archscope.spec import load_spec
 
-from common import write_json  # benchmarks/common.py, beside this script
+from common import cpu_name, write_json  # benchmarks/common.py, beside this script
 
 
 @dataclass(frozen=True)
@@ -293,7 +293,7 @@ def main() -> None:
         write_json(a.json, {"what": "archscope's decode and prefill against transformers' "
                                     "class on the same weights, pairs interleaved "
                                     "(benchmarks/decode_vs_hf.py)",
-                            "cpu": platform.processor() or platform.machine(),
+                            "cpu": cpu_name(),
                             "model": spec.name, "overrides": a.overrides, "runs": a.runs,
                             "device": str(device), "gpu_name": gpu,
                             "new_tokens": a.new_tokens, "hf_cache": a.hf_cache,

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import platform
 import statistics
 from pathlib import Path
 
@@ -51,7 +50,7 @@ from archscope.nn import build_model
 from archscope.nn.quantized import QuantizedLinear
 from archscope.spec import load_spec
 
-from common import fastest, write_json  # benchmarks/common.py, beside this script
+from common import cpu_name, fastest, write_json  # benchmarks/common.py, beside this script
 
 FORMATS = ("bf16", "int8", "int4")
 
@@ -171,7 +170,7 @@ def main() -> None:
             "title": title, "model": spec.name, "layers": a.layers or spec.n_layers,
             "batch": 1, "prompt_len": a.prompt_len, "new_tokens": a.new_tokens,
             "threads": a.threads, "rounds": a.runs, "torch_version": torch.__version__,
-            "machine": {"cpu": platform.processor() or platform.machine(),
+            "machine": {"cpu": cpu_name(),
                         "cores": os.cpu_count()},
             "formats": results})
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 
@@ -23,7 +22,7 @@ from archscope.estimate import model_record
 from archscope.estimate.sweep import parse_grid, sweep
 from archscope.spec import load_spec, preset_names
 
-from common import write_json  # benchmarks/common.py, beside this script
+from common import cpu_name, write_json  # benchmarks/common.py, beside this script
 
 GRID = ("attention.n_kv_heads=1,2,4,8,16,32", "n_layers=8,12,16,20,24,28,32,40",
         "ffn.d_ff=4096,6144,8192,11008,14336", "d_model=1024,2048,3072,4096,5120")
@@ -70,7 +69,7 @@ def main() -> None:
         write_json(args.json, {
             "what": "archscope sweep's variants per second beside compare's models per second, "
                     "in process, medians of runs (benchmarks/sweep_speed.py)",
-            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+            "cpu": cpu_name(), "cores": os.cpu_count(),
             "runs": args.runs, "model": args.model, "grid": list(GRID),
             "sweep": {"variants": valid + invalid, "valid": valid, "invalid": invalid,
                       "seconds": swept, "variants_per_s": sweep_rate},

@@ -80,9 +80,13 @@ class Linear(nn.Linear):
             return onednn_linear(x, self.packed, self.bias)
         return linear(x, self.weight, self.bias)
 
+    def packed_is_current(self) -> bool:
+        """Whether the packed copy is the weight as it is now (not loaded or trained since)."""
+        return self.packed is not None and self.packed_version == self.weight._version
+
     def _packed_fits(self, x: torch.Tensor) -> bool:
-        # loaded or trained since packing: stale (eager code only: see the module doc)
-        if not torch.compiler.is_compiling() and self.weight._version != self.packed_version:
+        # stale copies are dropped in eager code only (see the module doc)
+        if not torch.compiler.is_compiling() and not self.packed_is_current():
             self.packed = None
             return False
         return (x.dtype == self.packed.dtype and x.device.type == "cpu" and type(x) in _PLAIN
@@ -110,7 +114,7 @@ def pack_weights(model: nn.Module) -> int:
     for module in model.modules():
         if not packable(module):
             continue
-        if module.packed is None or module.packed_version != module.weight._version:
+        if not module.packed_is_current():
             with torch.no_grad():  # the layout is chosen for one row of input: decode
                 module.packed = torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), 1)
             module.packed_version = module.weight._version
