@@ -6,7 +6,7 @@ where a folder is wanted) is refused before any work as an `InputError` naming i
 a hidden temporary in the same folder (same file system: `os.replace` is atomic), removed on
 any failure, Ctrl-C, SIGTERM or SIGHUP; an OSError while writing (full disk, permission,
 read-only file system) becomes an `InputError` with the path and the system's reason (exit 2,
-one paragraph, no traceback). Standard library only (and archscope.errors).
+one paragraph, no traceback). Standard library only (and archscope.errors, archscope.interrupts).
 """
 
 from __future__ import annotations
@@ -16,17 +16,11 @@ import errno
 import os
 import secrets
 import shutil
-import signal
-import sys
-import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from archscope.errors import InputError
-
-_TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
-                     if hasattr(signal, name))
-
+from archscope.interrupts import cleanup_on_signals, signals_deferred
 
 def check_destination(path: str | os.PathLike, what: str = "output folder", *,
                       folder: bool = True) -> Path:
@@ -80,10 +74,11 @@ def write_file_atomic(path: str | os.PathLike, data: bytes | str, *,
     tmp = path.parent / _temp_name(path.name)
     created: list[Path] = []
     done = False
-    with cleanup_on_signals(), os_errors_as_input(path):
+    with cleanup_on_signals() as guard, os_errors_as_input(path):
         try:
             _make_folders(path.parent, created)
             _write_bytes(tmp, data)
+            guard.check()
             with signals_deferred():
                 os.replace(tmp, path)
                 done = True
@@ -113,7 +108,7 @@ def write_tree_atomic(root: str | os.PathLike, files: Mapping[str, bytes | str],
     stage = root / _temp_name("archscope-write")
     created: list[Path] = []
     done = False
-    with cleanup_on_signals(), os_errors_as_input(root):
+    with cleanup_on_signals() as guard, os_errors_as_input(root):
         try:
             _make_folders(root, created)
             stage.mkdir(mode=0o700)
@@ -122,6 +117,7 @@ def write_tree_atomic(root: str | os.PathLike, files: Mapping[str, bytes | str],
                 _write_bytes(stage / rel, body.encode("utf-8") if isinstance(body, str) else body)
             for rel in rels:
                 _make_folders((root / rel).parent, created)
+            guard.check()
             with signals_deferred():
                 for rel in rels:
                     os.replace(stage / rel, root / rel)
@@ -150,72 +146,6 @@ def os_errors_as_input(path: str | os.PathLike) -> Iterator[None]:
         yield
     except OSError as err:
         raise write_error(err, path) from err
-
-
-@contextlib.contextmanager
-def cleanup_on_signals() -> Iterator[None]:
-    """Inside the `with`, SIGTERM and SIGHUP raise SystemExit(128 + signal number) (and Ctrl-C
-    its usual KeyboardInterrupt), so `try/finally` and `except BaseException` cleanup runs
-    instead of the process dying on the spot. Once one arrives, further ones are ignored until
-    the `with` is left, so the cleanup is not itself interrupted. The previous handlers are
-    restored on exit. Signals already ignored (nohup) stay ignored; off the main thread
-    (where Python cannot set handlers) this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    ours = list(_TERMINATING)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        ours.append(signal.SIGINT)
-
-    def handler(signum, _frame):
-        for sig in ours:
-            signal.signal(sig, signal.SIG_IGN)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        with contextlib.suppress(Exception):
-            sys.stderr.write(f"\n{signal.Signals(signum).name} received: removing what was "
-                             f"partly written\n")
-        raise SystemExit(128 + signum)
-
-    old = {}
-    for sig in ours:
-        before = signal.getsignal(sig)
-        if before is None or before is signal.SIG_IGN:
-            continue
-        old[sig] = before
-        signal.signal(sig, handler)
-    try:
-        yield
-    finally:
-        for sig, before in old.items():
-            signal.signal(sig, before)
-
-
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Hold Ctrl-C, SIGTERM and SIGHUP back during a short critical section (renames into
-    place) and deliver them to the previous handlers just after it. Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-    old = {}
-    for sig in (signal.SIGINT, *_TERMINATING):
-        before = signal.getsignal(sig)
-        if before is not None and before is not signal.SIG_IGN:
-            old[sig] = before
-            signal.signal(sig, lambda signum, _frame: pending.append(signum))
-    try:
-        yield
-    finally:
-        for sig, before in old.items():
-            signal.signal(sig, before)
-        for signum in dict.fromkeys(pending):
-            before = old[signum]
-            if callable(before):
-                before(signum, None)
-            else:  # SIG_DFL: what the signal would have done
-                signal.raise_signal(signum)
 
 
 def _write_bytes(path: Path, data: bytes) -> None:

@@ -47,11 +47,12 @@ from archscope.hardware import kernels
 from archscope.measure import limits, roofline
 from archscope.measure.fast import decode_step
 from archscope.measure.generate import greedy, prefill
+from archscope.measure.preflight import ProfileOptions, choose_linear_kernels
 from archscope.measure.profile import hf_timed_generation, timed_generation
 from archscope.measure.reference import HFStepper, hf_twin
 from archscope.measure.timing import sync, to_torch_dtype
 from archscope.nn import build_model
-from archscope.nn.linear import pack_weights
+from archscope.nn.linear import pack_weights, packing_unavailable
 from archscope.spec import load_spec
 
 from common import cpu_name, write_json  # benchmarks/common.py, beside this script
@@ -104,6 +105,8 @@ def parse() -> argparse.Namespace:
         if a.layers < 1:
             p.error("--layers must be >= 1")
         a.overrides.append(f"n_layers={a.layers}")
+    if a.pack_weights and packing_unavailable() is not None:
+        p.error(f"--pack-weights cannot run here: {packing_unavailable()}")
     patterns = [c.strip() for c in a.cases.split(",") if c.strip()]
     a.selected = [c for c in MATRIX if any(fnmatch.fnmatch(c.name, pat) for pat in patterns)]
     if not a.selected:
@@ -189,6 +192,10 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
     # after make_step, which fuses projections for the compiled step (new linears to pack);
     # a copy made for an earlier case is kept
     packed = pack_weights(model) if a.pack_weights else 0
+    # the kernels each product runs, timed at this case's shapes as `profile` times them
+    chosen = choose_linear_kernels(spec, ProfileOptions(
+        device=a.device, dtype=case.dtype, batch=case.batch, prompt_len=case.prompt,
+        pack_weights=a.pack_weights), device)
     wall = limits.wall_for(spec, local, case.prompt, new_tokens, case.batch, case.dtype)
     ours_tokens = timed_generation(model, step, prompt, cache, new_tokens)[0]  # warm-ups
     hf_tokens = hf_timed_generation(stepper, prompt, new_tokens)[0]
@@ -204,7 +211,7 @@ def run_case(case: Case, model, hf, spec, local, a, device) -> dict:
     t_pre, t_dec, hf_errors = limits.screen(theirs, wall, "transformers")
     # the phase this case times: seconds per run, None where rejected
     o_vals, t_vals = (o_dec, t_dec) if case.phase == "decode" else (o_pre, t_pre)
-    result = {"case": case.name, "packed_linears": packed,
+    result = {"case": case.name, "packed_linears": packed, "linear_kernels": chosen,
               "errors": [e["message"] for e in errors + hf_errors],
               "same_tokens": bool(torch.equal(ours_tokens.cpu(), hf_tokens.cpu())),
               "wall_bandwidth_bytes_per_s": wall.bandwidth, "wall_source": wall.source,

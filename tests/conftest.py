@@ -17,3 +17,15 @@ def run_cli(capsys):
         return code, out.out, out.err
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _no_linear_kernel_choices_leak():
+    """Kernel choices (archscope.nn.linear) are process-wide, as the timings they come from:
+    each test starts from none, so one test's profile cannot change another's kernels."""
+    import sys
+
+    yield
+    linear = sys.modules.get("archscope.nn.linear")  # never imported here: no-torch tests
+    if linear is not None:
+        linear.forget_choices()

@@ -50,13 +50,15 @@ PACKAGE = "archscope"
 MAX_LINES = 300
 
 ANY = "*"
-PURE = {"errors", "units", "writes"}  # stdlib-only leaves: error types, numbers, safe writes
+PURE = {"errors", "units", "writes", "interrupts"}  # stdlib-only leaves: error types, numbers,
+# safe writes, signals while writing
 # unit -> the units it may import besides itself; lower layers first. To add a subpackage, add a
 # row here (and its name to the rows of the units that may use it).
 LAYERS: dict[str, set[str] | str] = {
     "errors": set(),
     "units": set(),
-    "writes": {"errors"},  # stdlib only: destination checks, atomic writes, signal cleanup
+    "interrupts": set(),  # stdlib only: signals turned into cleanup while writing
+    "writes": {"errors", "interrupts"},  # stdlib only: destination checks, atomic writes
     "devices": {"errors"},  # torch/psutil only: device names and free memory
     "spec": PURE,  # no torch: YAML and config.json <-> ModelSpec
     "kinds": {"spec"} | PURE,  # names torch modules by import path, never imports them

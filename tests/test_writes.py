@@ -22,8 +22,8 @@ import pytest
 
 import archscope.writes as writes
 from archscope.errors import InputError
-from archscope.writes import (check_destination, cleanup_on_signals, write_file_atomic,
-                              write_tree_atomic)
+from archscope.interrupts import cleanup_on_signals
+from archscope.writes import check_destination, write_file_atomic, write_tree_atomic
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -183,7 +183,7 @@ def _python(code: str, *args: str, timeout: float = 30) -> subprocess.CompletedP
 def test_sigterm_inside_cleanup_on_signals_runs_the_cleanup(tmp_path):
     done = _python("""
         import os, signal, sys, time
-        from archscope.writes import cleanup_on_signals, signals_deferred
+        from archscope.interrupts import cleanup_on_signals, signals_deferred
         before = signal.getsignal(signal.SIGTERM)
         try:
             with cleanup_on_signals():
@@ -202,6 +202,32 @@ def test_sigterm_inside_cleanup_on_signals_runs_the_cleanup(tmp_path):
     assert done.stdout.split("\n")[:3] == ["critical section finished", "cleanup ran, code 143",
                                            "handlers restored"]
     assert "SIGTERM received" in done.stderr
+
+
+def test_a_sigterm_whose_exit_was_swallowed_still_stops_the_write(tmp_path):
+    """The handler's SystemExit raised while C code held the interpreter can be swallowed (a
+    flaky make-checkpoint run exited 0 after printing that it was removing its work): the
+    guard checked before the commit raises it again, and so does leaving the `with`."""
+    done = _python("""
+        import os, signal, time
+        from archscope.interrupts import cleanup_on_signals
+        for where in ("check", "exit"):
+            try:
+                with cleanup_on_signals() as guard:
+                    try:  # stands for code that catches what the handler raised
+                        os.kill(os.getpid(), signal.SIGTERM)
+                        time.sleep(0.2)
+                    except SystemExit:
+                        pass
+                    if where == "check":
+                        guard.check()
+                    print("went on after", where)
+            except SystemExit as exc:
+                print("stopped at", where, exc.code)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["stopped at check 143", "went on after exit",
+                                           "stopped at exit 143"]
 
 
 def test_write_tree_atomic_interrupted_leaves_nothing(tmp_path, monkeypatch):

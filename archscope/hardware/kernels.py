@@ -1,13 +1,17 @@
-"""The local CPU's rates for one model, measured on the kernels its forward runs.
+"""The local CPU's rates for one model, measured on the kernels its forward runs, and the choice
+of those kernels.
 
 A square-matmul and a copy probe (probe.py) say little about a model's forward: decode is a
 row of matrix-vector products whose speed depends on each matrix's shape (a 2,048-wide row is
 not a 128k-tall head), and prefill is matmuls of `tokens` rows against each weight, far from
 a square 1,024 product (in bf16 on a CPU without bf16 units, tens of times apart). So this
-module times the dense linear the built model runs (archscope.nn.linear: F.linear, or
-oneDNN's kernel for fp32 on a CPU), under inference mode as the model runs, at each distinct
-weight shape of the model, with the number of token rows each phase feeds it, and turns the
-times into two effective rates:
+module times the dense linear the built model runs (archscope.nn.linear), under inference mode
+as the model runs, at each distinct weight shape of the model, with the number of token rows
+each phase feeds it. On a CPU it times every candidate kernel there (F.linear; oneDNN's fp32
+kernel; a packed bf16 copy where the run packs and the CPU can) and records the fastest in
+archscope.nn.linear, which the model then runs: the choice is measured, not assumed (a kernel
+other than F.linear must be MARGIN faster, so that a tie measured as noise keeps F.linear).
+The chosen kernels' times become two effective rates:
 
 - decode bandwidth = the weight bytes of one step / the summed time of its matrix-vector
   products (each weight read once per step, as in the model);
@@ -30,13 +34,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-FLUSH_BYTES = 256 << 20  # more than a server CPU's last-level cache, per decode probe
+from archscope.hardware.caches import flush_bytes
+
+FLUSH_BYTES = flush_bytes()  # per decode probe, at most: past it every size reads from memory
 MAX_COPY_BYTES = 128 << 20  # one probed matrix at most this large (taller ones are cut)
 MAX_MATMUL_FLOPS = 4e9  # one probed prefill matmul at most this much work
 REPEATS = 5  # timed calls at most; fewer once BUDGET_S is spent (a slow bf16 CPU matmul)
 BUDGET_S = 0.5
 REUSED_TOKENS = 8  # from this many token rows a matmul reuses its weight enough to be compute-
 # bound: one copy is timed (a decode-sized product needs copies that outgrow the caches)
+MARGIN = 0.20  # another kernel replaces F.linear only when at least this much faster
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,8 @@ class Rates:
     decode_seconds: float  # the summed matrix-vector time of one step
     prefill_seconds: float  # the summed matmul time of one prefill
     shapes: int  # distinct shapes probed
+    # (rows, cols, tokens) -> the kernel chosen and priced for that product (archscope.nn.linear)
+    kernels: tuple[tuple[int, int, int, str], ...] = ()
 
 
 def _torch_dtype(name: str):
@@ -103,13 +112,13 @@ def _best(fn, device: str, calls: int = 1) -> float:
 
 
 def _layers(rows: int, cols: int, dtype, device: str, kernel: str | None, copies: int,
-            packed: bool = False):
-    """`copies` callables x -> linear(x, W) of rows x cols: dense weights (`packed`: as
-    archscope.nn.linear.pack_weights leaves them), or a quantized kernel's layers (random
-    weights: the timing does not depend on the values)."""
+            impl: str = "aten"):
+    """`copies` callables x -> x @ W.T for W of rows x cols: dense weights run by `impl`
+    (archscope.nn.linear's kernels: 'packed' as pack_weights leaves them), or a quantized
+    kernel's layers (random weights: the timing does not depend on the values)."""
     import torch
 
-    from archscope.nn.linear import linear, packed_layer  # the dense kernel, as built
+    from archscope.nn.linear import onednn_linear, packed_layer, plain_kernels  # as built
     from archscope.nn.quantized import KERNELS, QuantizedLinear  # the kernels profile runs
 
     if kernel not in KERNELS:  # dense, or a format archscope has no kernel for: its 16-bit
@@ -117,12 +126,15 @@ def _layers(rows: int, cols: int, dtype, device: str, kernel: str | None, copies
         with torch.inference_mode(False):  # weights that can be packed (pack_weights)
             weights = [torch.ones(rows, cols, dtype=dtype, device=device)
                        for _ in range(copies)]
-        if packed:
+        if impl == "packed":
             layers = [packed_layer(w) for w in weights]
             if any(layer.packed is None for layer in layers):
                 raise ValueError(f"{dtype} weights on {device} have no packed layout")
-            return layers
-        return [lambda x, w=w: linear(x, w) for w in weights]
+            return [lambda x, p=layer.packed: onednn_linear(x, p, None) for layer in layers]
+        fn = plain_kernels(dtype).get(impl) if device.startswith("cpu") or impl == "aten" else None
+        if fn is None:
+            raise ValueError(f"no {impl!r} kernel for {dtype} weights on {device}")
+        return [lambda x, w=w: fn(x, w, None) for w in weights]
     return [QuantizedLinear.random(rows, cols, kernel, dtype, device, seed=i)
             for i in range(copies)]
 
@@ -134,17 +146,23 @@ _TIMED: dict[tuple, float] = {}
 
 def linear_seconds(rows: int, cols: int, tokens: int, dtype: str, device: str = "cpu",
                    kernel: str | None = None, nbytes: int | None = None,
-                   step_bytes: float = FLUSH_BYTES, packed: bool = False) -> float:
+                   step_bytes: float = FLUSH_BYTES, impl: str = "aten",
+                   rivals: tuple[str, ...] = ()) -> float:
     """Seconds of one `linear(x [tokens, cols], W [rows, cols])` on this machine, dense in
-    `dtype` or held by a quantized `kernel` (`nbytes`: the matrix's stored bytes), its weight
-    read as a model reading `step_bytes` of weights a step reads it: the probe cycles through
-    copies adding up to that (at most FLUSH_BYTES, which no cache holds); `packed`: a dense
-    weight packed as `profile --pack-weights` packs it. Timed once per process (see
-    `retime`)."""
+    `dtype` run by `impl` (archscope.nn.linear's kernels: aten, onednn, or packed as
+    `profile --pack-weights` packs it) or held by a quantized `kernel` (`nbytes`: the matrix's
+    stored bytes), its weight read as a model reading `step_bytes` of weights a step reads it:
+    the probe cycles through copies adding up to that (at most FLUSH_BYTES, which no cache
+    holds). Timed once per process (see `retime`); `rivals`, other kernels for the same
+    product not timed yet, are timed with it in alternation, so that a drift of the machine
+    cannot decide between them."""
     step_bytes = min(int(step_bytes), FLUSH_BYTES)  # past it every size reads from memory alike
-    key = (rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes, packed)
+    key = (rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes, impl)
     if key not in _TIMED:
-        _TIMED[key] = _time_linear(*key)
+        keys = [key] + [(*key[:-1], other) for other in rivals if other != impl]
+        keys = [k for k in keys if k not in _TIMED]
+        _TIMED.update(zip(keys, _time_together(keys) if len(keys) > 1
+                          else [_time_linear(*key)]))
     return _TIMED[key]
 
 
@@ -161,9 +179,10 @@ def forget() -> None:
     _TIMED.clear()
 
 
-def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
-                 kernel: str | None, nbytes: int | None, step_bytes: int,
-                 packed: bool) -> float:
+def _probe(rows: int, cols: int, tokens: int, dtype: str, device: str, kernel: str | None,
+           nbytes: int | None, step_bytes: int, impl: str):
+    """(a call running the probe's products, how many products it runs, the factor from its
+    time to one product at the full shape) for one timing key (see `_time_linear`)."""
     import torch
 
     tdtype = _torch_dtype(dtype)
@@ -180,7 +199,7 @@ def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
     copies = max(1, int(-(-step_bytes // (probe_rows * cols * item))))
     if tokens >= REUSED_TOKENS:
         copies = 1
-    layers = _layers(probe_rows, cols, tdtype, device, kernel, copies, packed)
+    layers = _layers(probe_rows, cols, tdtype, device, kernel, copies, impl)
     x = torch.randn(probe_tokens, cols, device=device).to(tdtype)
 
     def run():
@@ -188,22 +207,83 @@ def _time_linear(rows: int, cols: int, tokens: int, dtype: str, device: str,
             for layer in layers:
                 layer(x)
 
-    seconds = _best(run, device, copies)
-    return seconds * (rows / probe_rows) * (tokens / probe_tokens)
+    return run, copies, (rows / probe_rows) * (tokens / probe_tokens)
+
+
+def _time_linear(*key) -> float:
+    run, copies, scale = _probe(*key)
+    return _best(run, key[4], copies) * scale
+
+
+def _time_together(keys: list[tuple]) -> list[float]:
+    """`_time_linear` of each key, their rounds in alternation (one warm-up each first; at
+    least two rounds, at most REPEATS, fewer once BUDGET_S per key is spent)."""
+    probes = [_probe(*key) for key in keys]
+    device = keys[0][4]
+    for run, _, _ in probes:
+        run()
+    _sync(device)
+    best, start = [float("inf")] * len(keys), time.perf_counter()
+    for i in range(REPEATS):
+        for j, (run, _, _) in enumerate(probes):
+            t0 = time.perf_counter()
+            run()
+            _sync(device)
+            best[j] = min(best[j], time.perf_counter() - t0)
+        if i >= 1 and time.perf_counter() - start > BUDGET_S * len(keys):
+            break
+    return [b / copies * scale for b, (_, copies, scale) in zip(best, probes)]
+
+
+def candidates(dtype: str, device: str, packed: bool = False) -> tuple[str, ...]:
+    """The dense kernels a model in `dtype` on `device` can run (archscope.nn.linear): F.linear
+    everywhere; on a CPU oneDNN's fp32 kernel, and a packed bf16 copy when the run packs
+    (`packed`) and this CPU can (nn.linear.packing_unavailable)."""
+    from archscope.nn.linear import PACKED_DTYPES, packing_unavailable, plain_kernels
+
+    if not device.startswith("cpu"):
+        return ("aten",)
+    names = tuple(plain_kernels(_torch_dtype(dtype)))
+    if packed and _torch_dtype(dtype) in PACKED_DTYPES and packing_unavailable() is None:
+        names += ("packed",)
+    return names
+
+
+def fastest(m: Linear, dtype: str, device: str, step_bytes: float,
+            packed: bool = False) -> tuple[str, float]:
+    """(kernel, seconds) of the fastest candidate for product `m` (another kernel than
+    F.linear only when MARGIN faster), recorded in archscope.nn.linear for the model to run."""
+    if m.kernel is not None:  # a quantized layer runs its own kernel: nothing to choose
+        return m.kernel, linear_seconds(m.rows, m.cols, m.tokens, dtype, device, m.kernel,
+                                        m.nbytes, step_bytes)
+    impls = candidates(dtype, device, packed)
+    times = {impl: linear_seconds(m.rows, m.cols, m.tokens, dtype, device, None, None,
+                                  step_bytes, impl, rivals=impls) for impl in impls}
+    best = min(times, key=times.get)
+    if times[best] > (1 - MARGIN) * times["aten"]:
+        best = "aten"
+    if device.startswith("cpu"):
+        from archscope.nn.linear import choose
+
+        choose(_torch_dtype(dtype), m.tokens, m.rows, m.cols, best)
+    return best, times[best]
 
 
 def measure(workload: Workload, device: str = "cpu", packed: bool = False) -> Rates:
-    """The workload's effective decode bandwidth and prefill FLOP/s (see the module doc);
-    `packed`: its dense weights packed as `profile --pack-weights` packs them."""
+    """The workload's effective decode bandwidth and prefill FLOP/s on the kernels chosen for
+    it (see the module doc; `fastest` records each choice); `packed`: its dense weights packed
+    as `profile --pack-weights` packs them, where this CPU can."""
     dec_bytes = sum(m.count * m.nbytes for m in workload.decode)  # a step's weights
+    chosen = {}
 
     def seconds(m: Linear) -> float:
-        return linear_seconds(m.rows, m.cols, m.tokens, workload.dtype, device, m.kernel,
-                              m.nbytes if m.kernel else None, dec_bytes,
-                              packed and m.kernel is None)
+        kernel, took = fastest(m, workload.dtype, device, dec_bytes, packed)
+        chosen[(m.rows, m.cols, m.tokens)] = kernel
+        return took
 
     dec_s = sum(m.count * seconds(m) for m in workload.decode)
     pre_flops = sum(2 * m.count * m.tokens * m.rows * m.cols for m in workload.prefill)
     pre_s = sum(m.count * seconds(m) for m in workload.prefill)
     shapes = {(m.rows, m.cols, m.tokens, m.kernel) for m in workload.decode + workload.prefill}
-    return Rates(dec_bytes / dec_s, pre_flops / pre_s, dec_s, pre_s, len(shapes))
+    return Rates(dec_bytes / dec_s, pre_flops / pre_s, dec_s, pre_s, len(shapes),
+                 tuple((*shape, kernel) for shape, kernel in sorted(chosen.items())))

@@ -59,7 +59,9 @@ def predictions(spec, o: ProfileOptions, hw, local, measured: float | None) -> d
     limit = roofline.predict_decode(spec, local, o.prompt_len, o.new_tokens, o.batch, o.dtype,
                                     o.mla_flops, fmt)
     per_step = dec.extra["bytes_per_step"]
-    bandwidth_limit = o.batch * local.bandwidth / per_step
+    from_memory = per_step - limits.cached_bytes(local)  # a CPU's cache may hold the rest
+    # no limit for a step that fits the cache: it need not read memory at all
+    bandwidth_limit = o.batch * local.bandwidth / from_memory if from_memory > 0 else None
     return {
         "hardware": hw.name, "hardware_source": hw.source,
         "hardware_peak_flops": hw.peak_flops(o.dtype), "hardware_bandwidth_bytes_per_s": hw.bandwidth,
@@ -72,7 +74,8 @@ def predictions(spec, o: ProfileOptions, hw, local, measured: float | None) -> d
         "decode_bytes_per_step": per_step,
         "decode_achieved_bandwidth_bytes_per_s": (None if measured is None
                                                   else round(measured / o.batch * per_step)),
-        "bandwidth_limit_tokens_per_s": round(bandwidth_limit, 3),
-        "fraction_of_bandwidth_limit": (None if measured is None
+        "bandwidth_limit_tokens_per_s": (None if bandwidth_limit is None
+                                         else round(bandwidth_limit, 3)),
+        "fraction_of_bandwidth_limit": (None if measured is None or bandwidth_limit is None
                                         else round(measured / bandwidth_limit, 4)),
     }

@@ -68,6 +68,12 @@ def check_options(spec: ModelSpec, o: ProfileOptions) -> None:
             f"--pack-weights is for a bf16 run on the CPU (oneDNN's packed layout), got "
             f"device {o.device!r}, dtype {o.dtype!r}"
             + (f", --weight-format {o.weight_format}" if o.weight_format else ""))
+    if o.pack_weights:
+        from archscope.nn.linear import packing_unavailable
+
+        if (why := packing_unavailable()) is not None:
+            raise InputError(f"--pack-weights cannot run here: {why}. Run without it: bf16 "
+                             "linears then run on F.linear.")
     if o.weight_format is not None:
         from archscope.measure.quantized import check_quantized_run
 
@@ -121,6 +127,21 @@ def pack_weights_if_they_fit(model, device: torch.device) -> int:
                          f"but only {free / 1e9:,.2f} GB of RAM is available; nothing was "
                          f"packed. Run without it, or with fewer layers (n_layers=2).")
     return pack_weights(model)
+
+
+def choose_linear_kernels(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> list:
+    """On a CPU, time the candidate kernels of every dense product the run makes, at its
+    shapes, and record the fastest for the model to run (archscope.hardware.kernels); the
+    choices, for the record (none elsewhere: a GPU runs F.linear)."""
+    if device.type != "cpu":
+        return []
+    from archscope.estimate.kernel_shapes import workload
+    from archscope.hardware import kernels
+
+    products = workload(spec, o.dtype, o.batch, o.prompt_len, weight_format=o.weight_format)
+    rates = kernels.measure(products, "cpu", o.pack_weights)
+    return [{"rows": rows, "cols": cols, "tokens": tokens, "kernel": kernel}
+            for rows, cols, tokens, kernel in rates.kernels]
 
 
 def compiles(o: ProfileOptions, device) -> bool:

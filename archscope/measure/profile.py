@@ -30,7 +30,8 @@ from archscope.estimate import model_record
 from archscope.measure import limits, predicted, reference, roofline, timed
 from archscope.measure.fast import decode_step
 from archscope.measure.generate import Step, decode, eager_step, greedy, prefill
-from archscope.measure.preflight import (ProfileOptions, check_fits, check_options, compiles,
+from archscope.measure.preflight import (ProfileOptions, check_fits, check_options,
+                                         choose_linear_kernels, compiles,
                                          pack_weights_if_they_fit, resolve_device)
 from archscope.measure.quantized import decode_weight_bytes, quantize_for_run
 from archscope.measure.resources import PeakMemory
@@ -75,6 +76,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
     device = resolve_device(o.device)
     needed = check_fits(spec, o, device)  # before anything is allocated
     compiled = compiles(o, device)
+    linear_kernels = choose_linear_kernels(spec, o, device)  # what the model's products run
     local = roofline.calibrate(device.type, o.dtype)  # the ceiling: fastest streaming read
     hardware = predicted.roofline_hardware(spec, o, device)
     tick("calibrated")
@@ -101,7 +103,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
         "device": str(device), "dtype": o.dtype, "weights": run.weights,
         "batch": o.batch, "prompt_len": o.prompt_len, "new_tokens": o.new_tokens,
         "repeats": o.repeats, "warmup": o.warmup, "decode_step": run.step_kind,
-        "compiled": compiled, "pack_weights": o.pack_weights,
+        "compiled": compiled, "pack_weights": o.pack_weights, "linear_kernels": linear_kernels,
         "mla_flops": o.mla_flops,
         **timings,
         "peak_memory_bytes": peak_bytes, "peak_memory_method": peak.method,

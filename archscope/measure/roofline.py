@@ -24,6 +24,7 @@ bandwidth limit).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 from archscope.errors import InputError
@@ -151,13 +152,16 @@ def local_kernels(spec: ModelSpec, device: str, dtype: str, batch: int, prompt_l
     dtype = canonical_dtype(dtype)
     r = kernels.measure(workload(spec, dtype, batch, prompt_len, weight_format=weight_format),
                         device, packed)
+    counts = Counter(kernel for *_, kernel in r.kernels)
+    chosen = ", ".join(f"{kernel} {n}" for kernel, n in sorted(counts.items()))
     return Hardware(f"local-{device.split(':')[0]}", {dtype: r.prefill_flops_per_s},
                     r.decode_bytes_per_s,
                     f"measured: this model's {weight_format or dtype}"
                     f"{' packed' if packed else ''} matmuls at its {r.shapes} "
                     "weight shapes "
                     f"(decode step {1e3 * r.decode_seconds:.1f} ms of matrix-vector products, "
-                    f"prefill {1e3 * r.prefill_seconds:.1f} ms of matmuls)")
+                    f"prefill {1e3 * r.prefill_seconds:.1f} ms of matmuls; kernels chosen by "
+                    f"timing: {chosen})")
 
 
 def calibrate(device: str = "cpu", dtype: str = "fp32", seconds: float = 0.3) -> Hardware:
@@ -165,7 +169,8 @@ def calibrate(device: str = "cpu", dtype: str = "fp32", seconds: float = 0.3) ->
 
     FLOP/s: square matmuls at `dtype`, the size doubled until one takes > 20 ms (CPU: at most
     2048; CUDA: 8192). Bandwidth: the fastest of three streaming kernels over a buffer much
-    larger than the caches (CPU 256 MiB, CUDA 1 GiB): a copy (bytes read + written; a CPU's
+    larger than the caches (CPU: hardware.kernels.FLUSH_BYTES, twice the largest cache and at
+    least 256 MiB; CUDA 1 GiB): a copy (bytes read + written; a CPU's
     write-allocate traffic is not counted, so it reads low there), a sum (read only) and a
     matrix-vector product at `dtype` (read only: the kernel a decode step is made of).
     """
@@ -197,9 +202,11 @@ def _bandwidth(dev, tdtype, seconds: float) -> tuple[str, float]:
     """(kernel, bytes/s) of the fastest streaming kernel (see `calibrate`)."""
     import torch
 
-    from archscope.nn.linear import linear
+    from archscope.nn.linear import plain_kernels
 
-    nbytes = 1 << 30 if dev.type == "cuda" else 256 << 20
+    from archscope.hardware.kernels import FLUSH_BYTES
+
+    nbytes = 1 << 30 if dev.type == "cuda" else FLUSH_BYTES
     src = torch.ones(nbytes // 4, device=dev)
     dst = torch.empty_like(src)
     rates = {"copy": 2 * nbytes / _best(lambda: dst.copy_(src), dev, seconds / 3),
@@ -210,11 +217,13 @@ def _bandwidth(dev, tdtype, seconds: float) -> tuple[str, float]:
     matrix = torch.ones(rows, 4096, device=dev, dtype=tdtype)
     vector = torch.ones(1, 4096, device=dev, dtype=tdtype)
 
-    def product():  # the dense linear a decode step runs (archscope.nn.linear), as it runs
-        with torch.inference_mode():
-            linear(vector, matrix)
+    for name, kernel in plain_kernels(tdtype).items():  # each dense kernel a step may run
+        def product(kernel=kernel):  # as the model runs it (archscope.nn.linear)
+            with torch.inference_mode():
+                kernel(vector, matrix, None)
 
-    rates["matrix-vector product"] = rows * 4096 * item / _best(product, dev, seconds / 3)
+        product_s = _best(product, dev, seconds / 3 / len(plain_kernels(tdtype)))
+        rates[f"matrix-vector product ({name})"] = rows * 4096 * item / product_s
     kernel = max(rates, key=rates.get)
     return f"{nbytes >> 20} MiB {kernel}", rates[kernel]
 

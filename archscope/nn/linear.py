@@ -1,32 +1,37 @@
 """The dense linear every built model runs, and the kernel it takes on a CPU.
 
-`linear(x, weight, bias)` is `F.linear`, except for fp32 inference on a CPU, where it calls
-oneDNN's linear (`torch.ops.mkldnn._linear_pointwise`, torch's own CPU kernel library: what
-F.linear already runs for bf16, and what inductor runs for frozen fp32 graphs). For fp32,
-F.linear calls MKL's sgemm, and MKL dispatches its instruction-set-specific code paths on Intel
-processors only (Intel's MKL developer guide, "Instruction Set Specific Dispatching on Intel
-Architectures"; sgemm without a Zen kernel: danieldk.eu/Posts/2020-08-31-MKL-Zen.html). Here its
-verbose mode names no instruction set while oneDNN's names AVX-512. On this project's machines
-(AMD EPYC, family 26, AVX-512; MKL 2024.2 and oneDNN 3.12 in torch 2.13) llama-3.2-1b's
-matmuls take 1.59x less time with oneDNN's kernel in a decode step at batch 1, 2.48x at batch 8
-and 2.31x in a 128-token prefill (reports/data/benchmarks/cpu_linear-cpu.json;
-benchmarks/cpu_linear.py prints them wherever it runs). Same fp32 arithmetic, summed in another
-order: the outputs agree to rounding (tests/nn/test_linear.py).
+Three kernels can compute `x @ weight.T + bias` for inference on a CPU:
 
-Only where it is safe and pays: plain tensors (a DTensor shard or any other subclass keeps
-F.linear), both fp32, no autograd (oneDNN's op has no backward: training and gradients are
-untouched), and at least _ONEDNN_MIN_MACS of work. `Linear` is nn.Linear with this forward
-(every builder makes it), so checkpoints, module tables and `isinstance(m, nn.Linear)` are
-unchanged; the MoE router calls `linear` too.
+- `aten`: F.linear. For fp32 it calls MKL's sgemm, for bf16 oneDNN (where the CPU has bf16
+  support) or ATen's own loops.
+- `onednn`: oneDNN's fp32 linear on the weight as it is (`torch.ops.mkldnn._linear_pointwise`,
+  torch's own CPU kernel library, what inductor runs for frozen fp32 graphs).
+- `packed`: oneDNN's linear on a copy of the weight reordered into its blocked layout
+  (`pack_weights`, opt-in: `profile --pack-weights`), bf16 only.
 
-Packed weights (`pack_weights`, opt-in: `profile --pack-weights`): oneDNN multiplies a weight
-it has reordered into its own blocked layout faster than a plain row-major one, and for bf16 on
-a CPU much faster: here a llama-3.2-1b decode step's matmuls at batch 1 take 1.47x less time
-(one token through 8,192 x 2,048 at 43.6 GB/s packed against 29.8 plain), 1.23x at batch 8,
-1.07x in a 128-token prefill (reports/data/benchmarks/cpu_linear-cpu-bf16.json), the same
-result bit for bit (tests/nn/test_linear.py). fp32 gained nothing at one token in a scratch
-timing (0.89-1.00x; at eight tokens 1.8x: left for a batched path), so only bf16 is packed.
-The packed copy sits beside the weight, which stays what checkpoints, tied embeddings,
+Which is fastest depends on the processor, so it is measured, never assumed. MKL dispatches its
+instruction-set-specific code on Intel processors only (Intel's MKL developer guide,
+"Instruction Set Specific Dispatching on Intel Architectures"), and on an AMD EPYC with
+AVX-512 oneDNN's fp32 kernel took a llama-3.2-1b decode step's matmuls 1.6x faster; on an AMD
+EPYC with AVX2 only the same kernel was 2.6x slower than F.linear (issue 35's audit). So
+archscope.hardware.kernels times the candidates once per process at a model's own weight
+shapes, with the token rows each phase feeds them, and records the fastest here (`choose`); a
+product whose shape and rows nobody timed runs F.linear. Rows are recorded by power-of-two
+bucket (1, 2, 4, ..., so a 100-token prefill shares the 128-row choice).
+
+The packed layout needs a CPU capability: oneDNN reorders bf16 weights only where the processor
+has AVX-512 (BW, VL and DQ) or AVX-NE-CONVERT, and raises otherwise. `packing_unavailable()`
+probes it once by packing and multiplying a small matrix; where it says no, nothing is packed
+and `profile --pack-weights` refuses with that reason.
+
+Only where it is safe: plain tensors (a DTensor shard or any other subclass keeps F.linear), a
+CPU, no autograd (oneDNN's op has no backward: training and gradients are untouched). `Linear`
+is nn.Linear with this forward (every builder makes it), so checkpoints, module tables and
+`isinstance(m, nn.Linear)` are unchanged; the MoE router calls `linear` too. oneDNN sums in
+another order than MKL: outputs agree to fp32 rounding, and a packed copy gives its plain
+kernel's result bit for bit (tests/nn/test_linear.py).
+
+A packed copy sits beside the weight, which stays what checkpoints, tied embeddings,
 transformers' twin and every count read, so it costs the packed weights' bytes once more. It
 is used for inference on plain CPU tensors of its dtype, eager or compiled (the compiled decode
 step, made after archscope.nn.fuse for final weights, calls the same op on it), and eager code
@@ -36,41 +41,69 @@ a write; the next eager call, a prefill, drops it, and the step is compiled agai
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import register_flop_formula
 
-_ONEDNN_OK = torch.backends.mkldnn.is_available()
+KERNELS = ("aten", "onednn", "packed")
+PACKED_DTYPES = (torch.bfloat16,)  # fp32 packed gained nothing at one token (0.89-1.00x)
 _PLAIN = (torch.Tensor, nn.Parameter)
-# Below about a million multiply-adds (1,024 x 1,024 at one token) oneDNN's ~13 us of setup per
-# call outweighs its faster kernel (here: 2 us against 12.5 at 128 x 128, 13 against 18 at
-# 512 x 512, 54 against 38 at 1,024 x 1,024), so small linears stay on F.linear.
-_ONEDNN_MIN_MACS = 1 << 20
+# (dtype, rows bucket, out_features, in_features) -> "onednn" or "packed": the measured winner
+# (hardware/kernels.py); an absent key, and "aten", run F.linear
+_CHOSEN: dict[tuple[torch.dtype, int, int, int], str] = {}
 
 
-def uses_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether `linear` runs oneDNN's kernel for these operands (see the module doc)."""
-    # the size first: the cheapest test, and the one most calls in a small model fail
-    return (x.numel() * weight.shape[0] >= _ONEDNN_MIN_MACS and _ONEDNN_OK
-            and x.device.type == "cpu" and x.dtype == torch.float32
-            and weight.dtype == torch.float32 and type(x) in _PLAIN and type(weight) in _PLAIN
-            and not torch.is_grad_enabled())
+def rows_bucket(rows: int) -> int:
+    """The power of two at or above `rows`: the rows a recorded choice stands for."""
+    return 1 << max(rows - 1, 0).bit_length()
+
+
+def choose(dtype: torch.dtype, rows: int, out_features: int, in_features: int,
+           kernel: str) -> None:
+    """Record `kernel` as the one to run for this weight shape at about `rows` rows."""
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown linear kernel {kernel!r}; expected one of {KERNELS}")
+    _CHOSEN[(dtype, rows_bucket(rows), out_features, in_features)] = kernel
+
+
+def forget_choices() -> None:
+    """Drop every recorded choice: every product runs F.linear until chosen again."""
+    _CHOSEN.clear()
+
+
+def chosen(x: torch.Tensor, weight: torch.Tensor) -> str:
+    """The kernel recorded for this product, 'aten' where none was or none other may run."""
+    if (not _CHOSEN or x.device.type != "cpu" or type(x) not in _PLAIN
+            or type(weight) not in _PLAIN or torch.is_grad_enabled()):
+        return "aten"
+    rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
+    return _CHOSEN.get((x.dtype, rows_bucket(rows), weight.shape[0], weight.shape[1]), "aten")
+
+
+def plain_kernels(dtype: torch.dtype) -> dict[str, Callable]:
+    """The candidates for a weight as it is, in `dtype`: F.linear, and oneDNN's fp32 kernel
+    where torch has oneDNN (for bf16, F.linear is oneDNN's already where the CPU can)."""
+    kernels = {"aten": F.linear}
+    if dtype == torch.float32 and torch.backends.mkldnn.is_available():
+        kernels["onednn"] = onednn_linear
+    return kernels
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None):
-    """x @ weight.T + bias, as F.linear; oneDNN's kernel for fp32 inference on a CPU."""
-    if uses_onednn(x, weight):
+    """x @ weight.T + bias, as F.linear; on the kernel chosen for it (see the module doc)."""
+    if chosen(x, weight) == "onednn" and x.dtype == weight.dtype == torch.float32:
         return onednn_linear(x, weight, bias)
     return F.linear(x, weight, bias)
 
 
 class Linear(nn.Linear):
     """nn.Linear whose forward is `linear` (the same parameters, names and init), or oneDNN's
-    kernel on the packed copy `pack_weights` made of its weight."""
+    kernel on the packed copy `pack_weights` made of its weight where that was chosen."""
 
     packed: torch.Tensor | None = None  # oneDNN's blocked layout of the weight (pack_weights)
     packed_version: int = -1  # the weight's version when packed: a later write makes it stale
@@ -89,27 +122,49 @@ class Linear(nn.Linear):
         if not torch.compiler.is_compiling() and not self.packed_is_current():
             self.packed = None
             return False
-        return (x.dtype == self.packed.dtype and x.device.type == "cpu" and type(x) in _PLAIN
-                and not torch.is_grad_enabled())
+        return x.dtype == self.packed.dtype and chosen(x, self.weight) == "packed"
 
 
-PACKED_DTYPES = (torch.bfloat16,)  # see the module doc: fp32 packed gains nothing at one token
+@functools.cache
+def packing_unavailable() -> str | None:
+    """None where oneDNN can pack bf16 weights on this CPU; else why not, in one sentence.
+
+    The probe packs a 16 x 16 bf16 matrix and multiplies it (once per process): torch checks
+    the processor's features inside the reorder, so trying it is the one test that cannot
+    disagree with the kernel."""
+    if not torch.backends.mkldnn.is_available():
+        return "this torch was built without oneDNN, which packs the weights"
+    try:
+        weight = torch.eye(16, dtype=torch.bfloat16)
+        with torch.no_grad():
+            packed = torch.ops.mkldnn._reorder_linear_weight(weight, 1)
+            out = torch.ops.mkldnn._linear_pointwise(torch.ones(1, 16, dtype=torch.bfloat16),
+                                                     packed, None, "none", [], "")
+        if torch.equal(out, torch.ones(1, 16, dtype=torch.bfloat16)):
+            return None
+        return "oneDNN's packed bf16 kernel gave a wrong product in a probe on this CPU"
+    except RuntimeError as err:
+        if "avx" not in str(err).lower():
+            return f"oneDNN could not pack a bf16 weight here ({str(err).splitlines()[0]})"
+        return ("oneDNN packs bf16 weights only on a CPU with AVX-512 (BW, VL and DQ) or "
+                "AVX-NE-CONVERT, and this one has neither")
 
 
 def packable(module: nn.Module) -> bool:
     """Whether `pack_weights` packs this module: archscope's Linear, a plain bf16 weight on a
-    CPU with oneDNN, one whose writes can be seen."""
-    return (isinstance(module, Linear) and _ONEDNN_OK and module.weight.device.type == "cpu"
+    CPU whose oneDNN can pack it, one whose writes can be seen."""
+    return (isinstance(module, Linear) and module.weight.device.type == "cpu"
             and module.weight.dtype in PACKED_DTYPES and type(module.weight) in _PLAIN
             # made under inference mode, a weight has no version counter to see a write by
-            and not module.weight.is_inference())
+            and not module.weight.is_inference() and packing_unavailable() is None)
 
 
 def pack_weights(model: nn.Module) -> int:
     """Give every packable Linear of `model` a copy of its weight in oneDNN's blocked layout
     (a post-build pass for inference on final weights, after archscope.nn.fuse where both
     run); returns how many hold one. A current copy is kept, so a second call packs only what
-    is new or written since. Costs the packed weights' bytes once more; nothing else changes."""
+    is new or written since. Costs the packed weights' bytes once more; a copy is used where
+    the packed kernel was chosen for its shape (see the module doc)."""
     packed = 0
     for module in model.modules():
         if not packable(module):
@@ -143,7 +198,7 @@ def packed_bytes(model: nn.Module) -> int:
 @torch.library.custom_op("archscope::onednn_linear", mutates_args=())
 def onednn_linear(x: torch.Tensor, weight: torch.Tensor,
                   bias: Optional[torch.Tensor]) -> torch.Tensor:
-    """oneDNN's fp32 linear on a CPU (torch.ops.mkldnn._linear_pointwise, no fused op)."""
+    """oneDNN's linear on a CPU (torch.ops.mkldnn._linear_pointwise, no fused op)."""
     return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 

@@ -26,7 +26,8 @@ import torch
 
 from archscope.errors import InputError
 from archscope.spec import ModelSpec
-from archscope.writes import check_destination, cleanup_on_signals, signals_deferred, write_error
+from archscope.interrupts import cleanup_on_signals, signals_deferred
+from archscope.writes import check_destination, write_error
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -78,7 +79,7 @@ def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype 
     parent = folder.resolve().parent
     tmp = parent / f".{folder.name}.{os.getpid()}-{secrets.token_hex(3)}.partial"
     made: list[Path] = []
-    with cleanup_on_signals(), _write_errors(folder):
+    with cleanup_on_signals() as guard, _write_errors(folder):
         try:
             _make_folders(parent, made)
             tmp.mkdir(mode=0o700)
@@ -88,6 +89,7 @@ def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype 
             summary = _write_all(spec, model_type, tmp, model, shard_size, tick)
             del model
             _usual_permissions(tmp)
+            guard.check()
             with signals_deferred():
                 _move_into_place(tmp, folder)
         except BaseException:

@@ -11,6 +11,7 @@ import pytest
 from sharded_tiny import DENSE
 
 
+@pytest.mark.slow
 def test_plan_for_a_full_size_moe_preset_at_tp8_ep8_agrees_on_every_rank(run_cli):
     """DeepSeek-V2-Lite (MLA, 64 routed experts, 2 shared, a dense first layer) at full size:
     the fastest full-size MLA + MoE preset on the 2-core CI machine (deepseek-v3 and kimi-k2
@@ -42,6 +43,7 @@ def test_a_bad_split_exits_2_before_any_process_starts(run_cli, monkeypatch, com
     assert code == 2 and names in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_profile_tp2_prints_each_rank_beside_the_plan(run_cli, tmp_path):
     path = tmp_path / "tiny.yaml"
     import yaml

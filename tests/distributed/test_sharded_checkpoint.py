@@ -62,6 +62,7 @@ def records(checkpoints):
 
 @pytest.mark.parametrize("key", list(CASES))
 @pytest.mark.parametrize("rank", [0, 1])
+@pytest.mark.slow
 def test_each_rank_reads_its_shards_and_agrees_with_the_whole_model(records, checkpoints,
                                                                     key, rank):
     r = records[(key, rank)]
@@ -72,6 +73,7 @@ def test_each_rank_reads_its_shards_and_agrees_with_the_whole_model(records, che
         assert r["checkpoint_bytes_read"] == r["state_bytes"] < _file_bytes(checkpoints[key])
 
 
+@pytest.mark.slow
 def test_profile_tp2_with_weights_runs_from_the_checkpoint(run_cli, checkpoints, tmp_path):
     spec = tmp_path / "tiny.yaml"
     spec.write_text(yaml.safe_dump(DENSE))

@@ -24,6 +24,7 @@ def records():
 
 @pytest.mark.parametrize("raw", [c[0] for c in CASES], ids=lambda r: r["name"])
 @pytest.mark.parametrize("rank", [0, 1])
+@pytest.mark.slow
 def test_two_ranks_agree_with_the_whole_model_and_the_plan(records, raw, rank):
     r = records[(raw["name"], rank)]
     assert r["max_abs_logit_diff"] < 1e-5
@@ -49,6 +50,7 @@ def _children() -> list:
             and "resource_tracker" not in " ".join(p.cmdline())]  # process, not a rank
 
 
+@pytest.mark.slow
 def test_a_dying_rank_is_named_and_nothing_is_left_running():
     job = Job(spec(DENSE), 2, 1, "cpu", torch.float32, prompt_len=4, new_tokens=2,
               die_on_rank=1)

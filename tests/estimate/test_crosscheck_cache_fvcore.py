@@ -50,6 +50,7 @@ def _unwindowed(spec):
 
 
 @pytest.mark.parametrize("name", [n for n in preset_names() if not load_spec(n).moe])
+@pytest.mark.slow
 def test_fvcore_counts_match_where_it_supports_the_ops(name, tiny_variant):
     fvcore = pytest.importorskip("fvcore.nn")
     spec = tiny_variant(load_spec(name))

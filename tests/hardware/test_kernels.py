@@ -7,14 +7,21 @@ from collections import Counter
 
 import pytest
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from archscope.estimate.fit import Setup, fit
 from archscope.estimate.kernel_shapes import workload
 from archscope.hardware import kernels, probe_cpu
 from archscope.nn import build_model
 from archscope.nn import linear as dense
+from archscope.nn.linear import packing_unavailable
 from archscope.spec import load_spec
 from tests.parity import tiny_spec
+
+needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
+                                  reason="this torch has no oneDNN")
+needs_packing = pytest.mark.skipif(packing_unavailable() is not None,
+                                   reason=f"no packed bf16 weights here: {packing_unavailable()}")
 
 
 def _module_shapes(spec) -> Counter:
@@ -73,7 +80,7 @@ def test_routed_experts_read_top_k_at_batch_1_and_the_expected_distinct_ones_aft
 
 def test_the_effective_rates_are_bytes_and_flops_over_the_summed_kernel_times(monkeypatch):
     # a fake machine: each matmul takes max(bytes / 10 GB/s, flops / 50 GFLOP/s)
-    fake = lambda rows, cols, tokens, dtype, device="cpu", *kernel: max(
+    fake = lambda rows, cols, tokens, dtype, device="cpu", *kernel, **rivals: max(
         rows * cols * 4 / 10e9, 2 * tokens * rows * cols / 50e9)
     monkeypatch.setattr(kernels, "linear_seconds", fake)
     w = workload(load_spec("llama-3.2-1b", ["n_layers=2"]), "fp32", batch=1, prompt_len=512)
@@ -93,9 +100,9 @@ def test_a_probe_too_large_to_run_whole_is_cut_and_scaled(monkeypatch):
         fn()
         return 1e-3
 
-    real_linear = dense.linear  # what the probe times: the built model's dense linear
-    monkeypatch.setattr(dense, "linear",
-                        lambda x, w: probed.append((x.shape[0], *w.shape)) or real_linear(x, w))
+    real = torch.nn.functional.linear  # what the probe times: F.linear, the aten candidate
+    monkeypatch.setattr(dense, "plain_kernels", lambda dtype: {
+        "aten": lambda x, w, b: probed.append((x.shape[0], *w.shape)) or real(x, w, b)})
     monkeypatch.setattr(kernels, "_best", one_ms)
     monkeypatch.setattr(kernels, "MAX_COPY_BYTES", 64 * 64 * 4)
     monkeypatch.setattr(kernels, "MAX_MATMUL_FLOPS", 2 * 64 * 256 * 64)
@@ -116,7 +123,7 @@ def test_the_decode_probe_cycles_through_as_many_weight_bytes_as_a_step_reads(mo
     # the probe's copies add up to the step's bytes, at most FLUSH_BYTES (beyond any cache)
     made = []
     monkeypatch.setattr(kernels, "_layers", lambda rows, cols, dtype, device, kernel, copies,
-                        packed: made.append(copies) or [lambda x: x] * copies)
+                        impl: made.append(copies) or [lambda x: x] * copies)
     monkeypatch.setattr(kernels, "_best", lambda fn, device, calls=1: fn() or 1e-3)
     matrix = 64 * 64 * 4
     kernels.forget()
@@ -134,7 +141,7 @@ def test_measure_probes_each_shape_at_the_steps_weight_bytes(monkeypatch):
     seen = set()
     monkeypatch.setattr(kernels, "linear_seconds",
                         lambda rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes,
-                        packed: seen.add(step_bytes) or 1e-3)
+                        impl, **rivals: seen.add(step_bytes) or 1e-3)
     w = workload(tiny_spec(), "fp32", batch=1, prompt_len=8)
     kernels.measure(w)
     assert seen == {sum(m.count * m.nbytes for m in w.decode)}
@@ -142,7 +149,7 @@ def test_measure_probes_each_shape_at_the_steps_weight_bytes(monkeypatch):
 
 def test_fit_on_the_cpu_is_priced_at_the_models_kernels(monkeypatch):
     monkeypatch.setattr(kernels, "linear_seconds",
-                        lambda rows, cols, tokens, dtype, device="cpu", *kernel:
+                        lambda rows, cols, tokens, dtype, device="cpu", *kernel, **rivals:
                         rows * cols * 4 / 7e9)
     spec = load_spec("llama-3.2-1b", ["n_layers=2"])
     result = fit(spec, probe_cpu(), Setup(context=64, weight_format="fp32", kv_dtype="fp32",
@@ -199,6 +206,7 @@ def test_retime_keeps_each_shapes_fastest_time(monkeypatch):
         kernels.forget()
 
 
+@needs_packing
 def test_a_packed_run_is_priced_on_packed_kernels(monkeypatch):
     from archscope.nn import linear as dense_linear
 
@@ -210,9 +218,48 @@ def test_a_packed_run_is_priced_on_packed_kernels(monkeypatch):
     try:
         plain = kernels.linear_seconds(64, 64, 1, "bf16", step_bytes=64 * 64 * 2 * 4)
         assert packed == []
-        kernels.linear_seconds(64, 64, 1, "bf16", step_bytes=64 * 64 * 2 * 4, packed=True)
+        kernels.linear_seconds(64, 64, 1, "bf16", step_bytes=64 * 64 * 2 * 4, impl="packed")
         assert packed == [(64, 64)] * 4 and plain > 0  # its four copies, each packed
         with pytest.raises(ValueError, match="no packed layout"):  # fp32 is never packed
-            kernels.linear_seconds(64, 64, 1, "fp32", step_bytes=64 * 64 * 4, packed=True)
+            kernels.linear_seconds(64, 64, 1, "fp32", step_bytes=64 * 64 * 4, impl="packed")
     finally:
         kernels.forget()
+
+
+def _timed_as(monkeypatch, seconds: dict[str, float]):
+    """A fake machine on which each kernel takes `seconds[kernel]` at every shape."""
+    monkeypatch.setattr(kernels, "linear_seconds",
+                        lambda rows, cols, tokens, dtype, device, kernel, nbytes, step_bytes,
+                        impl, **rivals: seconds[impl])
+
+
+@needs_onednn
+@pytest.mark.parametrize("onednn_s, expected", [(0.5, "onednn"), (0.97, "aten"), (2.0, "aten")])
+def test_measure_chooses_the_fastest_kernel_and_the_model_runs_it(monkeypatch, onednn_s,
+                                                                   expected):
+    """oneDNN twice as fast: chosen; 3% faster (within MARGIN, a tie) or slower: F.linear."""
+    _timed_as(monkeypatch, {"aten": 1.0, "onednn": onednn_s})
+    spec = tiny_spec(d_model=64, n_layers=1, vocab_size=128)
+    rates = kernels.measure(workload(spec, "fp32", batch=1, prompt_len=4))
+    assert {kernel for *_, kernel in rates.kernels} == {expected}
+    products = sum(m.count for m in workload(spec, "fp32", 1, 4).decode)
+    priced = onednn_s if expected == "onednn" else 1.0  # the roofline prices what runs
+    assert rates.decode_seconds == pytest.approx(priced * products)
+    model = build_model(spec, torch.device("cpu"), torch.float32)
+    with torch.inference_mode(), FlopCounterMode(display=False) as counter:
+        model(torch.zeros(1, 4, dtype=torch.long))  # the prefill: 4 rows, the head 1
+    ran_onednn = torch.ops.archscope.onednn_linear in counter.get_flop_counts()["Global"]
+    assert ran_onednn == (expected == "onednn")
+
+
+def test_packed_candidates_only_where_the_run_packs_and_the_cpu_can(monkeypatch):
+    from archscope.nn import linear as dense_linear
+
+    assert "packed" not in kernels.candidates("bf16", "cpu", packed=False)
+    assert "packed" not in kernels.candidates("fp32", "cpu", packed=True)
+    assert kernels.candidates("bf16", "cuda", packed=True) == ("aten",)
+    monkeypatch.setattr(dense_linear, "packing_unavailable", lambda: "no AVX-512 here")
+    assert kernels.candidates("bf16", "cpu", packed=True) == ("aten",)
+    _timed_as(monkeypatch, {"aten": 1.0})  # no packed kernel is timed, nor asked for
+    rates = kernels.measure(workload(tiny_spec(), "bf16", 1, 4), packed=True)
+    assert {kernel for *_, kernel in rates.kernels} == {"aten"}

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SHRINK = ["--set", "d_model=128", "--set", "attention.n_heads=4", "--set",
           "attention.n_kv_heads=2", "--set", "attention.head_dim=32", "--set", "ffn.d_ff=256",
           "--set", "vocab_size=512"]
 
 
+@pytest.mark.slow
 def test_the_cuda_decode_benchmark_dry_runs_on_the_cpu(tmp_path):
     out = tmp_path / "sub" / "decode.json"
     done = subprocess.run(

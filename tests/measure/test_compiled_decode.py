@@ -25,6 +25,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("changes", CASES.values(), ids=CASES.keys())
+@pytest.mark.slow
 def test_the_compiled_step_gives_the_eager_tokens(changes):
     spec = tiny_spec(**changes)
     model = build_model(spec, "cpu", torch.float32, seed=0)
@@ -38,6 +39,7 @@ def test_the_compiled_step_gives_the_eager_tokens(changes):
     assert torch.equal(generate(model, ids, steps, step=step, cache=cache), eager)
 
 
+@pytest.mark.slow
 def test_steps_compiled_for_many_caches_in_one_process_each_compile_their_own():
     """Dynamo refuses more than recompile_limit compilations of one code object (fullgraph: an
     error). With the limit at 1, steps for three batch sizes all run: each compiles its own

@@ -156,6 +156,7 @@ CONTRACT = ["model", "device", "dtype", "weights", "prompt_len", "new_tokens", "
             "hardware", "torch_version", "hf_decode_tokens_per_s", "max_abs_logit_diff"]
 
 
+@pytest.mark.slow
 def test_profile_json_contract(run_cli, tmp_path):
     code, out, err = run_cli(
         "profile", "llama-3.2-1b", "--device", "cpu", "--dtype", "fp32", "--set", "n_layers=1",
@@ -211,6 +212,7 @@ def test_save_names_keep_variants_apart():
     assert model_label({"model": "gpt2"}) == "gpt2"
 
 
+@pytest.mark.slow
 def test_profile_table_has_the_breakdown(run_cli):
     code, out, err = run_cli("profile", "llama-3.2-1b", "--set", "n_layers=1",
                              "--set", "vocab_size=512", "--prompt-len", "8", "--new-tokens", "3",
@@ -238,11 +240,13 @@ def test_refuses_a_run_that_will_not_fit_before_allocating(run_cli, monkeypatch)
     (["--prompt-len", "200000"], "max_seq_len"),
     (["--weights", "no/such/dir"], "no/such/dir: the checkpoint folder does not exist"),
 ])
+@pytest.mark.slow
 def test_bad_options_exit_2(run_cli, args, message):
     code, _, err = run_cli("profile", "llama-3.2-1b", "--set", "n_layers=1", *args)
     assert code == 2 and message in err
 
 
+@pytest.mark.slow
 def test_profile_a_checkpoint_folder(run_cli, tmp_path):
     from archscope.weights.writer import write_checkpoint
 
@@ -304,6 +308,7 @@ TINY_MLA = ("--set", "n_layers=2", "--set", "vocab_size=256", "--set", "d_model=
             "--set", 'layers=[{select: "0:1", ffn: {kind: swiglu, d_ff: 96}}]')
 
 
+@pytest.mark.slow
 def test_profile_runs_the_mla_decode_form_it_records(run_cli):
     """`--mla-flops recompute` decodes as transformers does (same logits), the record names the
     form, and the estimated side (the record's cache) equals what the cache holds."""

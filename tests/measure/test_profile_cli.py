@@ -36,6 +36,7 @@ def _run_fd(capfd, *args):
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_the_breakdown_leaks_nothing_from_torch_profiler(capfd, spec_file):
     code, out, err = _run_fd(capfd, "profile", spec_file, *RUN, "--breakdown", "--format",
                              "json")
@@ -45,6 +46,7 @@ def test_the_breakdown_leaks_nothing_from_torch_profiler(capfd, spec_file):
         assert noise not in out and noise not in err, (noise, err)
 
 
+@pytest.mark.slow
 def test_the_text_view_has_the_breakdown_and_no_profiler_lines(capfd, spec_file):
     code, out, err = _run_fd(capfd, "profile", spec_file, *RUN, "--format", "table")
     assert code == 0, err
@@ -65,6 +67,7 @@ def test_quiet_profiler_passes_on_what_is_not_profiler_chatter(capfd):
     assert "STAGE" not in err and "USDT" not in err
 
 
+@pytest.mark.slow
 def test_format_text_and_table_are_one_view(capfd, spec_file):
     code, _, err = _run_fd(capfd, "profile", spec_file, *RUN, "--format", "text",
                            "--no-breakdown")
@@ -73,6 +76,7 @@ def test_format_text_and_table_are_one_view(capfd, spec_file):
     assert code == 2 and "'csv'" in err and "text" in err and "table" in err
 
 
+@pytest.mark.slow
 def test_save_writes_the_record_atomically(run_cli, spec_file, tmp_path):
     save_dir = tmp_path / "runs" / "new"
     code, out, err = run_cli("profile", spec_file, *RUN, "--format", "json", "--save",

@@ -16,6 +16,7 @@ TINY = ("llama-3.2-1b", "--set", "n_layers=2", "--set", "d_model=128", "--set",
 RUN = ("--prompt-len", "8", "--new-tokens", "3", "--repeats", "1", "--no-breakdown")
 
 
+@pytest.mark.slow
 def test_profile_int4_reports_the_logit_difference_and_bytes(run_cli):
     code, out, err = run_cli("profile", *TINY, *RUN, "--weight-format", "int4", "--format",
                              "json")
@@ -34,6 +35,7 @@ def test_profile_int4_reports_the_logit_difference_and_bytes(run_cli):
     assert r["decode_tokens_per_s"] > 0 and r["decode_weight_bandwidth_bytes_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_profile_text_view_runs_with_int8(run_cli):
     code, out, err = run_cli("profile", *TINY, *RUN, "--weight-format", "int8")
     assert code == 0, err

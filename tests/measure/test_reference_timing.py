@@ -112,8 +112,10 @@ def _fast_clock():
     return types.SimpleNamespace(perf_counter=perf_counter)
 
 
+@pytest.mark.slow
 def test_profile_reports_no_rate_above_the_wall_it_measured(run_cli, spec_file, monkeypatch):
     monkeypatch.setattr(timed, "time", _fast_clock())  # both models' stopwatch, not calibrate's
+    monkeypatch.setattr(limits, "largest_cache_bytes", lambda: 0)  # as if it outgrew the caches
     code, out, err = run_cli("profile", spec_file, *RUN, "--compare-hf", "--format", "json")
     assert code == 0, err
     r = json.loads(out)
@@ -133,6 +135,7 @@ def test_profile_reports_no_rate_above_the_wall_it_measured(run_cli, spec_file, 
     assert decode_row.split()[2] == "ERROR"
 
 
+@pytest.mark.slow
 def test_compare_hf_gives_per_step_figures_and_per_pair_ratios(run_cli, spec_file):
     code, out, err = run_cli("profile", spec_file, *RUN, "--compare-hf", "--format", "json")
     assert code == 0, err
@@ -145,9 +148,23 @@ def test_compare_hf_gives_per_step_figures_and_per_pair_ratios(run_cli, spec_fil
         assert r[prefix + "decode_ms_per_step"] == pytest.approx(1e3 / rate, rel=1e-3, abs=5e-4)
         assert r[prefix + "decode_tokens_per_s_stats"]["n"] == 3
         # nothing presented, medians or extremes, is faster than the wall of this run
-        assert r[prefix + "decode_tokens_per_s_stats"]["max"] <= r["bandwidth_limit_tokens_per_s"]
+        limit = r["bandwidth_limit_tokens_per_s"]  # none where the CPU's cache holds a step
+        assert limit is None or r[prefix + "decode_tokens_per_s_stats"]["max"] <= limit
         assert r[prefix + "prefill_ms_stats"]["min"] >= r["bandwidth_wall"]["least_prefill_ms"]
     for kind in ("decode", "prefill"):
         pairs = r[f"{kind}_speedup_vs_hf_stats"]
         assert pairs["n"] == 3 and pairs["min"] <= r[f"{kind}_speedup_vs_hf"] <= pairs["max"]
     assert r["bandwidth_wall"]["bandwidth_bytes_per_s"] == r["measured_bandwidth_bytes_per_s"]
+
+
+def test_a_model_that_fits_the_cache_has_no_wall(run_cli, spec_file, monkeypatch):
+    """A CPU's cache may hold a toy model's whole step: however fast it is timed, nothing is
+    rejected, and no bandwidth limit is stated."""
+    monkeypatch.setattr(timed, "time", _fast_clock())
+    monkeypatch.setattr(limits, "largest_cache_bytes", lambda: 1 << 40)
+    code, out, err = run_cli("profile", spec_file, *RUN, "--format", "json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["measurement_errors"] == [] and r["decode_tokens_per_s"] > 0
+    assert r["bandwidth_wall"]["least_decode_ms"] == r["bandwidth_wall"]["least_prefill_ms"] == 0
+    assert r["bandwidth_limit_tokens_per_s"] is None and r["fraction_of_bandwidth_limit"] is None

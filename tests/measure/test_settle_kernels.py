@@ -45,6 +45,8 @@ def test_settled_kernels_are_what_a_later_reading_in_the_process_sees(monkeypatc
     rounds: dict = {}  # each shape: the first round slow, the second fastest, then slower
     monkeypatch.setattr(kernels, "_time_linear", lambda *key: 1e-3 * next(
         rounds.setdefault(key, iter([2.0, 1.0, 1.5, 3.0]))))
+    monkeypatch.setattr(kernels, "_time_together",  # candidates timed together: the same
+                        lambda keys: [kernels._time_linear(*key) for key in keys])
     kernels.forget()
     try:
         first = predicted.roofline_hardware(tiny_spec(), O, CPU)

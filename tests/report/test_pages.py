@@ -18,6 +18,7 @@ from archscope.report.pages.profiles import load_profiles, profiles_page
 from archscope.spec import load_spec, preset_names
 
 
+@pytest.mark.slow
 def test_every_preset_has_a_deep_dive_with_diagrams(regenerated):
     for name in preset_names():
         text = (regenerated / f"models/{name}.md").read_text()
@@ -148,18 +149,21 @@ def test_the_cpu_linear_benchmark_renders_one_row_per_phase(tmp_path):
     folder = tmp_path / "benchmarks"
     folder.mkdir()
     phases = [{"phase": "decode b1", "f_linear_s": 0.2091, "archscope_s": 0.1304, "ratio": 1.6035,
-               "shapes": []},
-              {"phase": "prefill 128", "f_linear_s": 1.3349, "archscope_s": 0.5905,
-               "ratio": 2.2606, "shapes": []}]
+               "shapes": [], "kernels": ["aten", "onednn"]},
+              {"phase": "prefill 128", "f_linear_s": 1.3349, "archscope_s": 1.3349,
+               "ratio": 1.0, "shapes": [], "kernels": ["aten"]}]
     (folder / "cpu_linear-cpu.json").write_text(json.dumps({
         "command": "python benchmarks/cpu_linear.py --json x.json", "model": "llama-3.2-1b",
-        "cpu": "x86_64", "threads": 2, "torch": "2.13.0", "results": phases}))
+        "cpu": "AMD EPYC, AVX2", "threads": 2, "torch": "2.13.0", "candidates": ["aten", "onednn"],
+        "packing_unavailable": None, "results": phases}))
     text = profiles_page([], benchmark_sections(load_benchmarks(tmp_path)))
-    assert text.count("## fp32 linears on the CPU: F.linear against archscope's") == 1
+    assert text.count("## fp32 linears on the CPU: F.linear against archscope's choice") == 1
     rows = [line for line in text.splitlines() if line.startswith(("| decode b1", "| prefill"))]
     assert len(rows) == 2
     assert "209.1" in rows[0] and "130.4" in rows[0] and "1.60" in rows[0]
-    assert "1,334.9" in rows[1] and "590.5" in rows[1] and "2.26" in rows[1]
+    assert "aten, onednn" in rows[0]
+    assert "1,334.9" in rows[1] and "1.00" in rows[1] and rows[1].rstrip(" |").endswith("aten")
+    assert "AMD EPYC, AVX2" in text
     assert "`python benchmarks/cpu_linear.py --json x.json`" in text
 
 

@@ -41,6 +41,7 @@ def test_same_tree_as_committed(regenerated):
     assert generated_files(regenerated) <= tree(regenerated)
 
 
+@pytest.mark.slow
 def test_identical_to_committed(regenerated):
     """Text byte for byte, figures by pixels. (If a spec or an estimator changed on purpose:
     run `archscope report` and commit.)"""

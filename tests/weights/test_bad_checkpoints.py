@@ -72,6 +72,7 @@ def test_the_matching_model_is_accepted(run_cli, llama_dir, tmp_path):
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_profile_checks_the_preset_against_the_checkpoint(run_cli, llama_dir):
     _refused(run_cli("profile", "llama-3.2-1b", "--weights", str(llama_dir), "--format", "json"),
              "vocab_size", "d_model")

@@ -112,6 +112,7 @@ def test_run_dtypes_accept_torch_names(run_cli, ckpt):
 
 # -- item 8: messages ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_folder_that_does_not_exist_says_so(run_cli, tmp_path):
     missing = tmp_path / "nonexistent"
     message = _refused(run_cli("generate", "--weights", str(missing), "Hi"), str(missing),
@@ -181,6 +182,7 @@ def _poke(folder, name, values):
     save_file(tensors, path, metadata={"format": "pt"})
 
 
+@pytest.mark.slow
 def test_nan_and_inf_weights_are_refused_naming_the_tensor(run_cli, ckpt):
     _poke(ckpt, UP, [float("nan"), float("inf"), float("-inf")])
     with pytest.raises(CheckpointError, match=rf"^{UP} has 3 NaN/inf values"):

@@ -148,8 +148,9 @@ def _seconds(key: str):
 CPU_LINEAR_COLUMNS = [
     ("phase", key_cell("phase"), "l"),
     ("its matmuls with F.linear, ms", _seconds("f_linear_s"), "r"),
-    ("with archscope's linear, ms", _seconds("archscope_s"), "r"),
+    ("with archscope's choice, ms", _seconds("archscope_s"), "r"),
     ("ratio", key_cell("ratio", decimals(2)), "r"),
+    ("kernels chosen", lambda r: ", ".join(r.get("kernels", [])) or DASH, "l"),
 ]
 
 
@@ -158,20 +159,23 @@ def _cpu_linear_sections(benchmarks: dict[str, dict]) -> list[str]:
     for name, data in benchmarks.items():
         if not name.startswith(CPU_LINEAR):
             continue
-        dtype = data.get("dtype", "fp32")  # the first runs were fp32 only
-        kernels = ("F.linear is MKL's sgemm; archscope's linear is oneDNN's kernel" if
-                   dtype == "fp32" else "F.linear is oneDNN's kernel on the weight as it is; "
-                   "archscope's is the same kernel on a packed copy (pack_weights, `profile "
-                   "--pack-weights`)")
+        dtype = data.get("dtype", "fp32")
+        why_not = data.get("packing_unavailable")
         note = (f"{data.get('model', DASH)}'s weight shapes in {dtype} on "
                 f"{data.get('cpu', DASH)} ({data.get('threads', DASH)} threads), torch "
-                f"{data.get('torch', DASH)}: each shape timed with both kernels in alternation "
+                f"{data.get('torch', DASH)}. archscope times its candidate kernels at each "
+                f"shape ({', '.join(data.get('candidates', [])) or DASH}: aten is F.linear, "
+                "onednn oneDNN's fp32 kernel, packed oneDNN's kernel on a packed bf16 copy; "
+                "archscope/nn/linear.py) and runs the fastest, F.linear unless another takes "
+                f"at most {1 - data.get('margin', 0):.0%} of its time"
+                + (f"; no packed copy here: {why_not}" if why_not else "")
+                + ". This table times that choice against F.linear again, in alternation "
                 "(fastest of several calls; a decode-sized product over copies of its matrix "
-                f"that outgrow the caches), summed over the phase's matmuls. {kernels} "
-                "(archscope/nn/linear.py). Ratio: F.linear / archscope (> 1: archscope's "
-                f"faster). Command: `{data.get('command', DASH)}`; data: "
+                "that outgrow the caches), summed over the phase's matmuls; where F.linear "
+                "was chosen both are the same call. Ratio: F.linear / archscope's choice "
+                f"(> 1: the choice is faster). Command: `{data.get('command', DASH)}`; data: "
                 f"`data/benchmarks/{name}`.")
-        out.append(section(f"{dtype} linears on the CPU: F.linear against archscope's",
+        out.append(section(f"{dtype} linears on the CPU: F.linear against archscope's choice",
                            table(data.get("results", []), CPU_LINEAR_COLUMNS), note))
     return out
 

@@ -18,6 +18,12 @@ def _rate(x) -> str:
     return "-" if x is None else f"{x:,.2f}"
 
 
+def _cached(r: dict) -> str:
+    """What the bandwidth limit excused: the bytes a CPU cache may hold between steps."""
+    cached = (r.get("bandwidth_wall") or {}).get("cache_bytes", 0)
+    return f" for the bytes beyond its {mb(cached)} cache" if cached else ""
+
+
 def _spread(stats: dict | None) -> str:
     if stats is None:
         return "no valid run (see the measurement errors)"
@@ -102,12 +108,13 @@ def profile_text(r: dict) -> str:
               f"{r['hardware_peak_flops'] / 1e12:,.2f} TFLOP/s {r['dtype']}, "
               f"{r['hardware_bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s; prefill "
               f"{r['predicted_prefill_bound']}-bound, decode {r['predicted_decode_bound']}-bound"]
-    if r["decode_achieved_bandwidth_bytes_per_s"] is not None:
+    if r["fraction_of_bandwidth_limit"] is not None:
         lines += ["", f"Decode moves {mb(r['decode_bytes_per_step'])} per step (weights + "
                       f"cache): achieved {r['decode_achieved_bandwidth_bytes_per_s'] / 1e9:,.2f} "
                       f"GB/s, {100 * r['fraction_of_bandwidth_limit']:.1f}% of the "
                       f"{_rate(r['bandwidth_limit_tokens_per_s'])} tokens/s that this machine's "
-                      f"measured {r['measured_bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s allows."]
+                      f"measured {r['measured_bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s allows"
+                      f"{_cached(r)}."]
     if "max_abs_logit_diff" in r:
         speedup = r["decode_speedup_vs_hf"]
         lines.append(f"transformers ({r['hf_attention']}, {r['hf_cache']} cache; stepped through "
