@@ -45,6 +45,8 @@ import ast
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent / "archscope"
 PACKAGE = "archscope"
 MAX_LINES = 300
@@ -313,3 +315,99 @@ def test_the_edge_rules_on_a_small_tree(tmp_path):
         "archscope.measure.x": {"archscope.measure.run", "archscope.spec.schema", "archscope.spec"},
     }
     assert find_cycles(graph) == [["archscope.spec", "archscope.spec.hf", "archscope.spec"]]
+
+
+# -- families: one home each ---------------------------------------------------------------------
+
+FAMILIES_DIR = ROOT / "spec" / "families"
+_MUTATORS = {"update", "setdefault", "append", "extend", "insert", "pop", "clear"}
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return names
+
+
+def _patches_an_import(tree: ast.Module) -> list[int]:
+    """Lines of module-level statements that change a table imported from another module:
+    `TABLE[k] = v`, `TABLE.update(...)` and the like, on an imported name."""
+    imported, lines = _imported_names(tree), []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                    and target.value.id in imported:
+                lines.append(node.lineno)
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and call.func.attr in _MUTATORS and isinstance(call.func.value, ast.Name) \
+                and call.func.value.id in imported:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_a_family_is_declared_in_one_place():
+    """Every transformers family archscope reads is declared by one module of
+    archscope/spec/families/ (the registry refuses a second declaration), and no other module
+    of the package names a model_type: reader, exporter, weight mapping and claims find a
+    family only through the registry. (A model_type that is also a preset's name, gpt2, may
+    stand for the preset.)"""
+    from archscope.spec import preset_names
+    from archscope.spec.families.registry import declared_in, families
+
+    table = families()
+    assert len(table) >= 25
+    for model_type, family in table.items():
+        assert family.model_type == model_type
+        module = FAMILIES_DIR / f"{declared_in(model_type)}.py"
+        assert module.is_file(), model_type
+    presets = set(preset_names())
+    named = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if FAMILIES_DIR in path.parents:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        named += [f"{path.relative_to(ROOT.parent)}:{node.lineno}: {node.value!r}"
+                  for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                  and isinstance(node.value, str) and node.value in table
+                  and node.value not in presets]
+    assert not named, "model types named outside archscope/spec/families/:\n" + \
+        "\n".join("  " + n for n in named)
+
+
+def test_no_module_patches_another_modules_table_at_import_time():
+    patched = []
+    for path in sorted(ROOT.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        patched += [f"{path.relative_to(ROOT.parent)}:{line}" for line in _patches_an_import(tree)]
+    assert not patched, "module-level changes to an imported table:\n" + \
+        "\n".join("  " + p for p in patched)
+
+
+def test_the_patch_finder_finds_a_patch():
+    tree = ast.parse("from m import TABLE, other\nTABLE['x'] = 1\nother.update(y=2)\n"
+                     "mine = {}\nmine['k'] = 3\n")
+    assert _patches_an_import(tree) == [2, 3]
+
+
+def test_the_registry_refuses_a_family_declared_twice(monkeypatch):
+    import pkgutil
+
+    from archscope.spec.families import registry
+
+    real = pkgutil.iter_modules
+    twice = lambda path: [m for m in real(path) if m.name == "mistral"] * 2  # noqa: E731
+    monkeypatch.setattr(registry.pkgutil, "iter_modules", twice)
+    registry._declared.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="'mistral' is declared by both"):
+            registry.families()
+    finally:
+        monkeypatch.undo()
+        registry._declared.cache_clear()

@@ -1,5 +1,6 @@
-"""HF config.json <-> spec, for the transformers model types of READERS, each written as its
-difference from Llama in both directions.
+"""HF config.json <-> spec, for the transformers model types the family modules declare
+(archscope/spec/families/), each written as its difference from a base family in both
+directions.
 
 Import (`hf_import`) reads the JSON as data (no code, no network); a key the file lacks takes
 transformers' class default, looked up only then, so a complete config.json loads without

@@ -1,5 +1,6 @@
-"""HF config.json -> spec mapping, for the transformers model types of READERS, each read as its
-difference from Llama (the other direction is `hf_export`; `hf` re-exports both).
+"""HF config.json -> spec mapping, for every model type a family module declares
+(archscope/spec/families/), each read as its difference from a base family (the other direction
+is `hf_export`; `hf` re-exports both).
 
 The JSON is read as data (no code, no network). Every key a reader uses is checked (type and
 range, `hf_keys.Keys`) before anything is built from it, and what transformers itself refuses
@@ -20,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from archscope.errors import SpecError, quote
-from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, hf_key, what
-from archscope.spec.hf_readers import READERS
-from archscope.spec.hf_readers_base import _FIXED
+from archscope.spec.families.base import Family
+from archscope.spec.families.registry import families, find
+from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, what
 
 EXTRA_KEY = "archscope"
 
@@ -93,21 +94,23 @@ def mapping_from_raw(raw: dict, where: str, name: str, source: str) -> dict:
 
 def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
     model_type = raw.get("model_type")
-    if not isinstance(model_type, str) or model_type not in READERS:
+    family = find(model_type) if isinstance(model_type, str) else None
+    if family is None:
         # a non-string is named by its type: the list of model types leaves little room
         shown = quote(model_type) if isinstance(model_type, str) or model_type is None \
             else f"(a {type(model_type).__name__})"
         raise SpecError(f"unsupported model type {shown}; archscope reads "
-                        f"{', '.join(READERS)}", where=where, key="model_type")
-    for key, value in _FIXED.get(model_type, {}).items():
+                        f"{', '.join(families())}", where=where, key="model_type")
+    for key, value in family.fixed.items():
         if raw.get(key, value) is not value:
             raise SpecError(f"archscope only models {json.dumps(value)}, {what(raw[key])}",
                             where=where, key=key)
     extras = raw.get(EXTRA_KEY, {})
     if not isinstance(extras, dict):
         raise SpecError(f"expected a mapping, {what(extras)}", where=where, key=EXTRA_KEY)
-    keys = Keys(raw, model_type, where)  # the extra keys are checked by the spec's converter
-    body = READERS[model_type](keys)
+    # the extra keys are checked by the spec's converter
+    keys = Keys(raw, family.class_of or model_type, where, family.key_fields, family)
+    body = family.read(keys)
     return _merge({"name": name, "source": source, **_drop_none(body)}, extras), keys
 
 
@@ -124,9 +127,25 @@ def _check(mapping: dict, raw: dict, keys: Keys) -> None:
             key, detail = f"{EXTRA_KEY}.{err.key}", err.detail
         else:
             rope = "rope_parameters" if raw.get("rope_parameters") else "rope_scaling"
-            key = hf_key(err.key, keys.model_type, rope) or err.key
+            key = hf_key(err.key, keys.family, rope) or err.key
             detail = err.detail if key == err.key else f"{err.detail} (archscope's {err.key})"
         raise SpecError(detail, where=keys.where, key=key) from None
+
+
+def hf_key(spec_key: str | None, family: Family, rope: str) -> str | None:
+    """The config.json key a spec key was read from, if the family's table knows it (`rope`:
+    rope_parameters or rope_scaling, whichever the file uses)."""
+    if not spec_key:
+        return None
+    key = spec_key
+    if key.startswith("layers"):  # a per-layer component: the model-wide key it came from
+        rest = key.split(".", 1)[1] if "." in key else ""
+        key = rest if rest.split(".", 1)[0] in ("attention", "ffn") else "layers"
+    if key in family.spec_keys:
+        return family.spec_keys[key].format(rope=rope)
+    if key.startswith("position.scaling."):  # the other RoPE keys keep their HF names
+        return f"{rope}.{key.rsplit('.', 1)[1]}"
+    return None
 
 
 def _within(extras: dict, key: str | None) -> bool:

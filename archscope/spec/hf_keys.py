@@ -5,12 +5,10 @@
 config.json key ("expected an integer, got 'two'"), so a reader never does arithmetic on a value
 it has not checked. Integers are bounded by archscope/spec/limits.py, through the spec field
 each key becomes (`FIELD`: num_hidden_layers is n_layers), so a config.json and a YAML spec meet
-the same limits and the per-layer work is bounded before it starts. A key the file lacks takes
-transformers' class default for the model type (looked up only then: transformers imports
-torch) and is recorded in `defaulted`, null defaults included.
-
-`hf_key` names, for a spec error raised after the reader (the spec's own consistency checks),
-the config.json key the spec key was read from.
+the same limits and the per-layer work is bounded before it starts (a family adds its own keys:
+families/base.py `key_fields`). A key the file lacks takes transformers' class default for the
+model type (looked up only then: transformers imports torch) and is recorded in `defaulted`,
+null defaults included.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from archscope.errors import SpecError, quote
 from archscope.spec.fields import did_you_mean
@@ -28,6 +26,7 @@ from archscope.spec.limits import FALLBACK_INT_MAX, INT_LIMITS, int_limit_error
 JSON_BYTES_MAX = 16 * 1024 * 1024
 _ABSENT = object()  # no fallback given: use transformers' class default
 # config.json key -> the spec field it becomes, whose bound in archscope/spec/limits.py applies
+# (the keys many families share; a family's own are in its record)
 FIELD = {
     "hidden_size": "d_model", "n_embd": "d_model", "num_hidden_layers": "n_layers",
     "n_layer": "n_layers", "max_position_embeddings": "max_seq_len", "n_positions": "max_seq_len",
@@ -40,16 +39,18 @@ FIELD = {
     "no_rope_layer_interval": "n_layers",  # the same (SmolLM3's NoPE period)
     "num_nextn_predict_layers": "mtp_layers", "num_mtp_layers": "mtp_layers",
 }
-# model_type -> the transformers model type whose class the file's `architectures` names, for
-# types transformers does not register (Kimi K2's config.json: kimi_k2, DeepseekV3ForCausalLM):
-# its class defaults and key table are that type's.
-CLASS_OF = {"kimi_k2": "deepseek_v3"}
 
 
-def limit_of(key: str) -> int:
+def field_of(key: str, fields: Mapping[str, str] = FIELD) -> str:
+    """The spec field whose limit bounds config.json key `key` (its last part), by `fields`
+    (FIELD, or a family's table: families/base.py `key_fields`)."""
+    last = key.rsplit(".", 1)[-1]
+    return fields.get(last, FIELD.get(last, last))
+
+
+def limit_of(key: str, fields: Mapping[str, str] = FIELD) -> int:
     """The largest value archscope admits for a config.json integer key."""
-    field = FIELD.get(key.rsplit(".", 1)[-1], key.rsplit(".", 1)[-1])
-    return INT_LIMITS.get(field, FALLBACK_INT_MAX)
+    return INT_LIMITS.get(field_of(key, fields), FALLBACK_INT_MAX)
 
 
 def what(value: Any) -> str:
@@ -78,11 +79,15 @@ class Defaulted:
 
 
 class Keys:
-    """One config.json's keys, read checked; a missing one takes transformers' class default."""
+    """One config.json's keys, read checked; a missing one takes transformers' class default
+    for `model_type` (the registered type whose class reads the file); `fields`: the family's
+    config key -> spec field table, for the limits (FIELD where it says nothing)."""
 
-    def __init__(self, raw: dict, model_type: str, where: str):
-        self.raw, self.where = raw, where
-        self.model_type = CLASS_OF.get(model_type, model_type)
+    def __init__(self, raw: dict, model_type: str, where: str,
+                 fields: Mapping[str, str] = FIELD, family: Any = None):
+        self.raw, self.where, self.fields = raw, where, fields
+        self.model_type = model_type
+        self.family = family  # the families/base.py Family reading it (for the import's errors)
         self._defaults: dict | None = None
         self.defaulted: dict[str, Defaulted] = {}
 
@@ -126,7 +131,7 @@ class Keys:
         """An integer >= least and within archscope's limit for the key (`null`: or null)."""
         if value is _ABSENT:
             value = self._present(key, fallback, null)
-        return check_int(value, key, self.where, least=least, null=null)
+        return check_int(value, key, self.where, least=least, null=null, fields=self.fields)
 
     def number(self, key: str, *, positive: bool = True, null: bool = False,
                fallback: Any = _ABSENT, value: Any = _ABSENT) -> float | int | None:
@@ -209,9 +214,10 @@ class Keys:
         return list(value[:n])
 
 
-def check_int(value: Any, key: str, where: str, *, least: int = 1,
-              null: bool = False) -> int | None:
-    """`value` if it is an integer >= least within limit_of(key) (or null, if `null`)."""
+def check_int(value: Any, key: str, where: str, *, least: int = 1, null: bool = False,
+              fields: Mapping[str, str] = FIELD) -> int | None:
+    """`value` if it is an integer >= least within limit_of(key, fields) (or null, if
+    `null`)."""
     if value is None and null:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -221,80 +227,7 @@ def check_int(value: Any, key: str, where: str, *, least: int = 1,
         rule = "be positive" if least == 1 else f"be {least} or more"
         raise SpecError(f"must {rule}{' (or null)' if null else ''}, {what(value)}",
                         where=where, key=key)
-    if value > limit_of(key):
-        field = FIELD.get(key.rsplit(".", 1)[-1], key.rsplit(".", 1)[-1])
-        raise SpecError(int_limit_error(field, value) or f"{quote(value)} is beyond the limit "
-                        f"{limit_of(key):,}", where=where, key=key)
+    if value > limit_of(key, fields):
+        raise SpecError(int_limit_error(field_of(key, fields), value) or f"{quote(value)} is "
+                        f"beyond the limit {limit_of(key, fields):,}", where=where, key=key)
     return value
-
-
-# Spec key -> the config.json key it is read from, for the spec's own consistency errors.
-# `{rope}` is rope_parameters or rope_scaling, whichever the file uses.
-_LLAMA = {
-    "vocab_size": "vocab_size", "d_model": "hidden_size", "n_layers": "num_hidden_layers",
-    "max_seq_len": "max_position_embeddings", "tie_embeddings": "tie_word_embeddings",
-    "norm.eps": "rms_norm_eps", "position.theta": "rope_theta",
-    "position.scaling": "{rope}", "position.scaling.kind": "{rope}.rope_type",
-    "position.scaling.original_max_seq_len": "{rope}.original_max_position_embeddings",
-    "attention.n_heads": "num_attention_heads", "attention.n_kv_heads": "num_key_value_heads",
-    "attention.head_dim": "head_dim", "attention.bias": "attention_bias",
-    "attention.window": "sliding_window", "layers": "sliding_window",
-    "ffn.d_ff": "intermediate_size", "ffn.activation": "hidden_act", "ffn.bias": "mlp_bias",
-    "ffn.n_experts": "num_local_experts", "ffn.top_k": "num_experts_per_tok",
-    "ffn.d_expert": "intermediate_size",
-    "multipliers.embedding": "embedding_multiplier", "multipliers.attention":
-        "attention_multiplier", "multipliers.residual": "residual_multiplier",
-    "multipliers.logits": "logits_scaling",
-}
-SPEC_TO_HF = {
-    "llama": _LLAMA,
-    "deepseek_v2": {**_LLAMA, "ffn.n_experts": "n_routed_experts",
-                    "ffn.d_expert": "moe_intermediate_size", "ffn.n_shared_experts":
-                        "n_shared_experts", "ffn.router.method": "topk_method",
-                    "ffn.router.n_group": "n_group", "ffn.router.topk_group": "topk_group",
-                    "ffn.router.normalize": "norm_topk_prob",
-                    "ffn.router.scaling_factor": "routed_scaling_factor",
-                    "layers": "first_k_dense_replace",
-                    **{f"attention.{k}": k for k in ("q_lora_rank", "kv_lora_rank",
-                                                     "qk_nope_head_dim", "qk_rope_head_dim",
-                                                     "v_head_dim")}},
-    "qwen3_moe": {**_LLAMA, "ffn.n_experts": "num_experts",
-                  "ffn.d_expert": "moe_intermediate_size",
-                  "ffn.router.normalize": "norm_topk_prob", "layers": "mlp_only_layers"},
-    "smollm3": {**_LLAMA, "attention.rope": "no_rope_layers", "layers": "no_rope_layers"},
-    "gpt2": {**_LLAMA, "d_model": "n_embd", "n_layers": "n_layer", "max_seq_len": "n_positions",
-             "attention.n_heads": "n_head", "attention.n_kv_heads": "n_head",
-             "attention.head_dim": "n_head", "norm.eps": "layer_norm_epsilon",
-             "ffn.d_ff": "n_inner", "ffn.activation": "activation_function"},
-}
-SPEC_TO_HF["deepseek_v3"] = {**SPEC_TO_HF["deepseek_v2"], "ffn.bias": "mlp_bias",
-                              "ffn.router.method": "topk_method",
-                              "ffn.router.scoring": "scoring_func",
-                              "ffn.router.correction_bias": "topk_method",
-                              "mtp_layers": "num_nextn_predict_layers"}
-# the families in their own modules (hf_<family>.py) add their rows there
-
-
-SPEC_TO_HF["llama4_text"] = {**_LLAMA, "ffn.d_ff": "intermediate_size_mlp",
-                              "attention.chunk": "attention_chunk_size",
-                              "attention.rope": "no_rope_layers", "attention.qk_norm":
-                                  "use_qk_norm", "attention.temperature_floor": "floor_scale",
-                              "attention.temperature_scale": "attn_scale",
-                              "layers": "layer_types"}
-SPEC_TO_HF["llama4"] = {k: f"text_config.{v}" for k, v in SPEC_TO_HF["llama4_text"].items()}
-
-
-def hf_key(spec_key: str | None, model_type: str, rope: str) -> str | None:
-    """The config.json key a spec key was read from, if the table knows it."""
-    if not spec_key:
-        return None
-    table = SPEC_TO_HF.get(CLASS_OF.get(model_type, model_type), _LLAMA)
-    key = spec_key
-    if key.startswith("layers"):  # a per-layer component: the model-wide key it came from
-        rest = key.split(".", 1)[1] if "." in key else ""
-        key = rest if rest.split(".", 1)[0] in ("attention", "ffn") else "layers"
-    if key in table:
-        return table[key].format(rope=rope)
-    if key.startswith("position.scaling."):  # the other RoPE keys keep their HF names
-        return f"{rope}.{key.rsplit('.', 1)[1]}"
-    return None

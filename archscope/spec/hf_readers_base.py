@@ -1,5 +1,6 @@
-"""What the config.json readers share: activation and RoPE keys, the Llama skeleton every
-family starts from, heads, windows and multipliers (hf_readers.py holds the families)."""
+"""What the config.json readers share: activation and RoPE keys, the shape, norm and position
+keys most families start from, heads, windows and multipliers (each family's reader is in its
+own module: archscope/spec/families/)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,12 @@ _ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",  # HF n
         "quick_gelu": "quick_gelu",
         "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh"}
 RENAMED = {"original_max_position_embeddings": "original_max_seq_len"}  # other RoPE keys match
-_FIXED = {"gpt2": {"scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
-                   "add_cross_attention": False}}  # other values: networks the spec cannot hold
 _ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 _ROPE_SIZES = ("original_max_position_embeddings",)
 _ROPE_POSITIVE = ("factor", "low_freq_factor", "high_freq_factor")
 _ROPE_NUMBERS = ("beta_fast", "beta_slow", "mscale", "mscale_all_dim")
 _ROPE_FLAGS = ("truncate",)  # yarn: round the correction range (gpt-oss: false)
 _LAYER_TYPES = ("full_attention", "sliding_attention")
-_CLASS = {"llama": "LlamaConfig", "deepseek_v2": "DeepseekV2Config", "gpt2": "GPT2Attention"}
 
 
 def _act(c: Keys, key: str = "hidden_act") -> str:
@@ -91,22 +89,24 @@ def _base(c: Keys, read_elsewhere: tuple[str, ...] = ()) -> dict:
             "position": _rope(c, read_elsewhere)}
 
 
-def _divides(c: Keys, width_key: str, heads_key: str, width: int, heads: int) -> None:
-    """Refuse, as transformers' class does, heads that do not divide the width."""
+def _divides(c: Keys, width_key: str, heads_key: str, width: int, heads: int,
+             refused_by: str) -> None:
+    """Refuse, as transformers' class `refused_by` does, heads that do not divide the width."""
     if width % heads:
         raise c.error(heads_key, f"{width_key} ({width}) is not a multiple of {heads_key} "
-                                 f"({heads}); transformers' {_CLASS[c.model_type]} refuses it")
+                                 f"({heads}); transformers' {refused_by} refuses it")
 
 
-def _heads(c: Keys, width: int) -> tuple[int, int, int]:
-    """(query heads, key/value heads, head_dim) of a GQA family."""
+def _heads(c: Keys, width: int, refused_by: str | None = None) -> tuple[int, int, int]:
+    """(query heads, key/value heads, head_dim) of a GQA family; `refused_by`: the config class
+    that refuses heads not dividing the width even when head_dim is given (LlamaConfig)."""
     heads = c.size("num_attention_heads")
     kv = c.size("num_key_value_heads", null=True) or heads  # null: one per query head
     if heads % kv:
         raise c.error("num_key_value_heads", f"num_attention_heads ({heads}) must be a multiple "
                                              f"of num_key_value_heads ({kv})")
-    if c.model_type == "llama":  # LlamaConfig refuses it even when head_dim is given
-        _divides(c, "hidden_size", "num_attention_heads", width, heads)
+    if refused_by is not None:
+        _divides(c, "hidden_size", "num_attention_heads", width, heads, refused_by)
     head_dim = c.size("head_dim", null=True, fallback=None)  # absent or null: derived
     if head_dim is None:  # hidden_size // heads, as each class derives it (a remainder is legal)
         if width < heads:
@@ -115,18 +115,6 @@ def _heads(c: Keys, width: int) -> tuple[int, int, int]:
                                                  "which the file leaves out, would be 0")
         head_dim = width // heads
     return heads, kv, head_dim
-
-
-def _llama(c: Keys, bias: tuple[str, ...] = ("attention_bias", "mlp_bias")) -> dict:
-    base = _base(c)
-    heads, kv, head_dim = _heads(c, base["d_model"])
-    return {**base,
-            "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv,
-                          "head_dim": head_dim,
-                          "bias": c.flag("attention_bias") if "attention_bias" in bias else False},
-            "ffn": {"kind": "swiglu", "d_ff": c.size("intermediate_size"),
-                    "activation": _act(c),
-                    "bias": c.flag("mlp_bias") if "mlp_bias" in bias else False}}
 
 
 def _multipliers(c: Keys) -> dict:

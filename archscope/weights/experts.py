@@ -6,7 +6,8 @@ fused layout (`experts.gate_up_proj` [E, 2*d_expert, d], gate rows first, and
 `experts.down_proj` [E, d, d_expert]), so this module presents a per-expert checkpoint as the
 fused one: `merged_view` rewrites the tensor index (each fused tensor's shape from its pieces),
 and `tensors` assembles each fused tensor while reading, one layer's experts at a time, into a
-buffer on the target device. The layouts are keyed by the config's model_type, like the tables.
+buffer on the target device. The per-expert names are the family's (`per_expert` and
+`renamed_tensors` in archscope/spec/families/), found by the config's model_type like the tables.
 """
 
 from __future__ import annotations
@@ -20,27 +21,9 @@ from typing import Callable, Iterator
 import torch
 
 from archscope.errors import CheckpointError
+from archscope.spec.families.registry import weight_family
 from archscope.weights import mxfp4
 from archscope.weights.files import CheckpointFiles, TensorInfo, listing
-
-_GATE_UP = "model.layers.{i}.mlp.experts.gate_up_proj"
-_DOWN = "model.layers.{i}.mlp.experts.down_proj"
-# model_type: (per-expert name, fused name, which half of the fused rows (0/1), halves)
-PER_EXPERT = {
-    "mixtral": [("model.layers.{i}.block_sparse_moe.experts.{j}.w1.weight", _GATE_UP, 0, 2),
-                ("model.layers.{i}.block_sparse_moe.experts.{j}.w3.weight", _GATE_UP, 1, 2),
-                ("model.layers.{i}.block_sparse_moe.experts.{j}.w2.weight", _DOWN, 0, 1)],
-    "deepseek_v2": [("model.layers.{i}.mlp.experts.{j}.gate_proj.weight", _GATE_UP, 0, 2),
-                    ("model.layers.{i}.mlp.experts.{j}.up_proj.weight", _GATE_UP, 1, 2),
-                    ("model.layers.{i}.mlp.experts.{j}.down_proj.weight", _DOWN, 0, 1)],
-}
-PER_EXPERT["deepseek_v3"] = PER_EXPERT["deepseek_v2"]  # DeepSeek-V3 as published: the same
-PER_EXPERT["glm4_moe"] = PER_EXPERT["deepseek_v2"]  # GLM-4.5 as published: the same names
-PER_EXPERT["qwen3_moe"] = PER_EXPERT["deepseek_v2"]  # Qwen3-MoE as published: the same names
-PER_EXPERT["qwen3_next"] = PER_EXPERT["deepseek_v2"]  # Qwen3-Next as published: the same names
-RENAMED = {"mixtral": [("model.layers.{i}.block_sparse_moe.gate.weight",
-                        "model.layers.{i}.mlp.gate.weight")]}
-
 
 @dataclass(frozen=True)
 class Piece:
@@ -68,8 +51,10 @@ def merged_view(ckpt: CheckpointFiles, model_type: str) -> CheckpointFiles:
     NAME_scales, gpt-oss's experts) as the float tensor NAME they encode (unchanged when it has
     neither)."""
     packed = mxfp4.packed_pairs(ckpt.tensors)
-    rules = [(_regex(src), dst, half, n) for src, dst, half, n in PER_EXPERT.get(model_type, [])]
-    renames = [(_regex(src), dst) for src, dst in RENAMED.get(model_type, [])]
+    family = weight_family(model_type)
+    rules = [(_regex(src), dst, half, n) for src, dst, half, n in
+             (family.per_expert if family else ())]
+    renames = [(_regex(src), dst) for src, dst in (family.renamed_tensors if family else ())]
     tensors, pieces, renamed = {}, {}, {}
     in_pairs = {source for pair in packed.values() for source in pair}
     for name, info in ckpt.tensors.items():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from archscope.errors import CheckpointError, InputError
 from archscope.spec import ModelSpec
-from archscope.spec.hf_keys import CLASS_OF
+from archscope.spec.families.registry import find
 from archscope.spec.resolved import resolved
 
 
@@ -33,7 +33,8 @@ def model_type(folder: str | Path) -> str:
     path = config_path(folder)
     try:
         found = json.loads(path.read_text(encoding="utf-8"))["model_type"]
-        return CLASS_OF.get(found, found) if isinstance(found, str) else found
+        family = find(found) if isinstance(found, str) else None
+        return family.class_of or found if family is not None else found
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise CheckpointError(f"{path}: cannot read model_type ({type(err).__name__}: {err})"
                               ) from None

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from archscope.errors import CheckpointError
+from archscope.spec.families.registry import find
 from archscope.weights.files import CheckpointFiles, listing
 from archscope.weights.mapping import hf_to_ours, ours_to_hf
 
@@ -118,22 +119,15 @@ class SkippedVisionWarning(UserWarning):
     """A multimodal checkpoint's vision tensors were skipped: archscope builds the text model."""
 
 
-# Where transformers' multimodal wrappers keep what is not the language model: Gemma 3 (5.x:
-# Gemma3ForConditionalGeneration.model.vision_tower / .multi_modal_projector; 4.x checkpoints
-# without the `model.`) and Llama 4 (Llama4ForConditionalGeneration.vision_model /
-# .multi_modal_projector), per transformers 5.23's modeling_gemma3.py and modeling_llama4.py.
-VISION_PREFIXES = {
-    "gemma3": ("model.vision_tower.", "model.multi_modal_projector.", "vision_tower.",
-               "multi_modal_projector."),
-    "llama4": ("vision_model.", "multi_modal_projector."),
-}
-
-
 def without_vision(ckpt: CheckpointFiles, model_type: str) -> CheckpointFiles:
-    """`ckpt` less a multimodal wrapper's vision tower and projector (model types in
-    VISION_PREFIXES only), skipped with a SkippedVisionWarning: archscope models the text
-    stack. Any other tensor the table does not know stays unexpected."""
-    prefixes = VISION_PREFIXES.get(model_type, ())
+    """`ckpt` less a multimodal wrapper's vision tower and projector (the family's
+    `skipped_prefixes`, archscope/spec/families/), skipped with a SkippedVisionWarning:
+    archscope models the text stack. Any other tensor the table does not know stays
+    unexpected."""
+    family = find(model_type)
+    prefixes = family.skipped_prefixes if family else ()
+    if not prefixes:
+        return ckpt
     vision = [name for name in ckpt.tensors if name.startswith(prefixes)]
     if not vision:
         return ckpt

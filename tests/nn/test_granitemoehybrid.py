@@ -177,7 +177,7 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate(name):
 def test_the_attention_only_member_counts_alike_in_its_own_class():
     """granite-4.0-micro's own config.json says granitemoehybrid: that class, from the spec's
     keys written with the hybrid writer, holds the same parameters."""
-    from archscope.spec.hf_granitemoehybrid import write_granitemoehybrid
+    from archscope.spec.families.granitemoehybrid import write as write_granitemoehybrid
 
     spec = load_spec("granite-4.0-micro")
     config = transformers.GraniteMoeHybridConfig(**write_granitemoehybrid(spec))

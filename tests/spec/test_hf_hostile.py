@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from archscope.errors import InputError, SpecError
 from archscope.spec import load_spec, preset_names
 from archscope.spec.hf import write_hf_config
-from archscope.spec.hf_import import READERS, DefaultedKeyWarning, read_hf_config
-from archscope.spec.hf_keys import CLASS_OF
+from archscope.spec.families.registry import families
+from archscope.spec.hf_import import DefaultedKeyWarning, read_hf_config
 
 QWEN2 = ("mistral-7b-v0.1", ("attention.bias=true", "attention.out_bias=false"))  # no preset
 BASES = {  # name: (preset, what-if) exported to config.json by archscope itself
@@ -274,7 +274,7 @@ json_scalars = st.one_of(
     st.integers(-10, 10**4), st.integers(-(10**30), 10**30),
     st.sampled_from([0, -1, 1, 2, 3, 7, 10**12, 2**31, 2**63, -(2**63), 10**300]),
     st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e12, 0.5, -0.0, 4096.0]),
-    st.text(max_size=12), st.sampled_from(WORDS), st.sampled_from(sorted(READERS)))
+    st.text(max_size=12), st.sampled_from(WORDS), st.sampled_from(sorted(families())))
 json_values = st.recursive(
     json_scalars,
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(
@@ -314,8 +314,8 @@ def fuzz_bases(configs):
             pass
     from transformers import CONFIG_MAPPING  # warm: the first default looked up imports torch
 
-    for model_type in READERS:
-        CONFIG_MAPPING[CLASS_OF.get(model_type, model_type)]  # noqa: B018 - imports it
+    for model_type, family in families().items():
+        CONFIG_MAPPING[family.class_of or model_type]  # noqa: B018 - imports it
     return FUZZ_BASES
 
 

@@ -4,7 +4,8 @@ has; the inverse writes each back under the one HF name."""
 
 import torch
 
-from archscope.weights.mapping import _rules, hf_to_ours, ours_to_hf
+from archscope.spec.families.base import rules as _rules
+from archscope.weights.mapping import hf_to_ours, ours_to_hf
 
 TABLE = _rules(("h.{i}.norm.weight", "l.{i}.input_norm.weight"),
                ("h.{i}.norm.weight", "l.{i}.ffn_norm.weight"),

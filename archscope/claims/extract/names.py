@@ -16,14 +16,15 @@ import re
 from pathlib import Path
 
 from archscope.spec import preset_names
+from archscope.spec.families.registry import (document_names, document_spellings,
+                                              usual_presets)
 
-FAMILIES = ("llama", "mistral", "mixtral", "deepseek", "granite", "gpt", "qwen", "gemma", "phi",
-            "olmo", "smollm", "glm", "kimi", "nemotron")
+# The family words documents use, each declared by its family (archscope/spec/families/).
+FAMILIES = document_names()
 # Spellings the documents use that no preset name spells.
-SPELLINGS = {"mistral7b": "mistral-7b-v0.1", "gpt3": "gpt3-175b", "granite3b": "granite-3b-code"}
+SPELLINGS = document_spellings()
 # A bare family word, when the document names no model of that family.
-FAMILY = {"mistral": "mistral-7b-v0.1", "deepseek": "deepseek-v2", "gpt3": "gpt3-175b",
-          "gpt2": "gpt2", "mixtral": "mixtral-8x7b", "granite": "granite-3b-code"}
+FAMILY = usual_presets()
 _DROP = {"instruct", "chat", "base", "it", "hf"}
 _TOKEN = (r"(?:v?\d+(?:\.\d+)*[a-z]?|\d+x\d+b|a\d+[bm]|xl|large|medium|small|lite|code|oss|nano|"
           r"instruct|chat|base)")

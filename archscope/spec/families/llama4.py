@@ -24,6 +24,8 @@ import dataclasses
 from collections import Counter
 
 from archscope.errors import SpecError
+from archscope.spec.families.base import frozen, rules
+from archscope.spec.families.llama import LLAMA
 from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import _act, _base, _check_types, _heads, _select
 from archscope.spec.hf_writers_base import HF_ACT, to_base
@@ -127,7 +129,7 @@ def _grouped(common: dict, attn: list[dict], ffn: list[dict]) -> dict:
 
 def llama4(c: Keys) -> dict:
     """The multimodal wrapper: the language model is its text_config's llama4_text."""
-    inner = Keys(c.mapping("text_config"), "llama4_text", c.where)
+    inner = Keys(c.mapping("text_config"), "llama4_text", c.where, LLAMA4_TEXT.key_fields)
     try:
         out = llama4_text(inner)
     except SpecError as err:  # named as the file nests it
@@ -154,7 +156,7 @@ def llama4_structure(s: ModelSpec) -> bool:
 
 def to_llama4_text(s: ModelSpec) -> dict:
     """Llama4TextConfig's keys for `s`: the first layer of each kind gives the shared values;
-    what one config cannot hold, the read-back (hf_export) names."""
+    what one config cannot hold, the exporter's read-back names."""
     plan, a = s.plan, s.attention
     moe = next((layer.ffn for layer in plan if layer.is_moe), None)
     dense = next((layer.ffn for layer in plan if not layer.is_moe), None)
@@ -179,3 +181,38 @@ def to_llama4_text(s: ModelSpec) -> dict:
         out["intermediate_size_mlp"] = dense.d_ff
     return out
 
+
+
+# Llama's attention and norms + `feed_forward` for the FFN: dense layers' gate/up/down_proj, or
+# Llama4TextMoe's router, shared_expert and experts, whose gate_up_proj [E, d, 2*d_expert] (gate
+# columns first) and down_proj [E, d_expert, d] are ours transposed
+_FF = "model.layers.{i}.feed_forward"
+WEIGHTS = tuple(r for r in LLAMA.weights if ".mlp." not in r.hf) + rules(
+    *[(f"{_FF}.{proj}.{{p}}", f"layers.{{i}}.mlp.{proj}.{{p}}")
+      for proj in ("gate_proj", "up_proj", "down_proj")],
+    (f"{_FF}.router.weight", "layers.{i}.mlp.gate.weight"),
+    *[(f"{_FF}.experts.{proj}", f"layers.{{i}}.mlp.experts.{proj}", {"layout": "transposed"})
+      for proj in ("gate_up_proj", "down_proj")],
+    *[(f"{_FF}.shared_expert.{proj}.{{p}}", f"layers.{{i}}.mlp.shared_experts.{proj}.{{p}}")
+      for proj in ("gate_proj", "up_proj", "down_proj")],
+)
+LLAMA4_TEXT = LLAMA.but(
+    "llama4_text", "Llama4ForCausalLM", read=llama4_text, write=to_llama4_text,
+    # adjacent-pair RoPE, chunks, L2 QK-norm, temperature, input-weighted experts
+    exports=llama4_structure, ffns=("moe", "swiglu"), weights=WEIGHTS,
+    spec_keys=LLAMA.key_table(**{
+        "ffn.d_ff": "intermediate_size_mlp", "attention.chunk": "attention_chunk_size",
+        "attention.rope": "no_rope_layers", "attention.qk_norm": "use_qk_norm",
+        "attention.temperature_floor": "floor_scale",
+        "attention.temperature_scale": "attn_scale", "layers": "layer_types"}),
+    names=("llama",), doc="Llama + chunked and NoPE layers + interleaved MoE")
+# The multimodal wrapper (Llama4ForConditionalGeneration): the same text model under
+# `language_model.`; its vision model and projector are skipped while loading (per
+# transformers 5.23's modeling_llama4.py).
+LLAMA4 = LLAMA4_TEXT.but(
+    "llama4", "Llama4ForConditionalGeneration", read=llama4,
+    weights=tuple(dataclasses.replace(r, hf="language_model." + r.hf) for r in WEIGHTS),
+    skipped_prefixes=("vision_model.", "multi_modal_projector."),
+    spec_keys=frozen({k: f"text_config.{v}" for k, v in LLAMA4_TEXT.spec_keys.items()}),
+    names=("llama",), doc="Llama 4's text model inside the multimodal wrapper")
+FAMILIES = (LLAMA4_TEXT, LLAMA4)

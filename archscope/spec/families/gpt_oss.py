@@ -12,22 +12,18 @@ gate clamped at swiglu_limit, times (up clamped to +-swiglu_limit) + 1. RoPE is 
 from __future__ import annotations
 
 from archscope.errors import SpecError
-from archscope.spec.hf_keys import SPEC_TO_HF, Keys, what
+from archscope.spec.families.base import rules
+from archscope.spec.families.llama import LLAMA
+from archscope.spec.families.mixtral import MIXTRAL
+from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import _base, _check_types, _heads, _select
 from archscope.spec.hf_writers_base import to_base
 from archscope.spec.schema import ModelSpec
 
 ALPHA = 1.702  # quick_gelu's gain: the only swiglu_alpha the spec's activation spells
 
-# spec key -> config.json key, for the spec's own errors after reading (hf_keys.hf_key). Set
-# here so the family stays in one module; hf_readers imports this module before any read.
-SPEC_TO_HF["gpt_oss"] = {
-    **SPEC_TO_HF["llama"], "ffn.n_experts": "num_local_experts",
-    "ffn.top_k": "num_experts_per_tok", "ffn.d_expert": "intermediate_size",
-    "ffn.limit": "swiglu_limit", "ffn.activation": "swiglu_alpha", "layers": "layer_types"}
 
-
-def _sliding_select(indices: list[int], n: int) -> str | list[int]:
+def sliding_select(indices: list[int], n: int) -> str | list[int]:
     """Every step-th layer from the first to the end as a slice ("0::2", gpt-oss's), else as
     hf_readers_base._select spells it."""
     if len(indices) > 1 and indices[1] - indices[0] > 1:
@@ -59,7 +55,7 @@ def _experts(c: Keys) -> dict:
             "router": {"method": "greedy", "normalize": True, "bias": True}}
 
 
-def read_gpt_oss(c: Keys) -> dict:
+def read(c: Keys) -> dict:
     base = _base(c)
     heads, kv, head_dim = _heads(c, base["d_model"])
     out = {**base, "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv,
@@ -76,15 +72,15 @@ def read_gpt_oss(c: Keys) -> dict:
     if len(sliding) == n:
         out["attention"]["window"] = window
     elif sliding:
-        out["layers"] = [{"select": _sliding_select(sliding, n),
+        out["layers"] = [{"select": sliding_select(sliding, n),
                           "attention": {"window": window}}]
     return out
 
 
-def write_gpt_oss(s: ModelSpec) -> dict:
+def write(s: ModelSpec) -> dict:
     """GptOssConfig's keys for `s`. What GptOss cannot build (a dense layer,
     a window that differs between layers, no sinks or no clamp) is named here or by the
-    read-back comparison in hf_export."""
+    exporter's read-back comparison."""
     for layer in s.plan:
         if not layer.is_moe:
             raise SpecError(f"transformers' GptOss makes every layer MoE; layer {layer.index} is "
@@ -104,3 +100,30 @@ def write_gpt_oss(s: ModelSpec) -> dict:
             "layer_types": [layer.layer_type for layer in s.plan],
             "num_local_experts": f.n_experts, "num_experts_per_tok": f.top_k,
             "intermediate_size": f.d_expert, "swiglu_limit": f.limit, "swiglu_alpha": ALPHA}
+
+
+# Llama's attention (biased, plus self_attn.sinks) + a MoE under `mlp` with a biased `router`
+# and biased experts in GptOssExperts' layout; the published MXFP4 experts (`*_blocks`,
+# `*_scales`) are dequantised while loading (weights/mxfp4.py)
+_ATTN, _MLP = "model.layers.{i}.self_attn", "model.layers.{i}.mlp"
+# transformers' modular file builds GptOss from Mixtral's classes (and Llama's, Qwen2's)
+GPT_OSS = MIXTRAL.but(
+    "gpt_oss", "GptOssForCausalLM", read=read, write=write,
+    exports=lambda s: any(layer.attention and layer.attention.sinks for layer in s.plan),
+    ffns=("moe",),
+    weights=LLAMA.weights + rules(
+        (f"{_ATTN}.sinks", "layers.{i}.self_attn.sinks"),
+        (f"{_MLP}.router.{{p}}", "layers.{i}.mlp.gate.{p}"),
+        (f"{_MLP}.experts.gate_up_proj", "layers.{i}.mlp.experts.gate_up_proj",
+         {"layout": "interleaved_gate_up"}),
+        (f"{_MLP}.experts.gate_up_proj_bias", "layers.{i}.mlp.experts.gate_up_proj_bias",
+         {"layout": "interleaved"}),
+        (f"{_MLP}.experts.down_proj", "layers.{i}.mlp.experts.down_proj",
+         {"layout": "transposed"}),
+        (f"{_MLP}.experts.down_proj_bias", "layers.{i}.mlp.experts.down_proj_bias")),
+    spec_keys=LLAMA.key_table(**{
+        "ffn.n_experts": "num_local_experts", "ffn.top_k": "num_experts_per_tok",
+        "ffn.d_expert": "intermediate_size", "ffn.limit": "swiglu_limit",
+        "ffn.activation": "swiglu_alpha", "layers": "layer_types"}),
+    names=("gpt",), doc="Llama + attention sinks + biased clamped MoE")
+FAMILIES = (GPT_OSS,)

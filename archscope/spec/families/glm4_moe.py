@@ -7,22 +7,18 @@ routed_scaling_factor, shared experts) on every layer from `first_k_dense_replac
 transformers' Glm4MoeTopkRouter and Glm4MoeMoE are DeepseekV3TopkRouter and DeepseekV3MoE
 line for line (5.23.0), so the spec's noaux_tc router is theirs.
 
-hf_readers registers the reader, hf_export the writer (both import this module, never the
-other way round: this module only uses the shared base helpers).
 """
 
 from __future__ import annotations
 
-from archscope.spec.hf_keys import SPEC_TO_HF, Keys
+from archscope.spec.families.deepseek_v2 import PER_EXPERT
+from archscope.spec.families.deepseek_v3 import DEEPSEEK_V3, sigmoid_routed
+from archscope.spec.families.mixtral import MOE_WEIGHTS
+from archscope.spec.families.qwen3 import QWEN3
+from archscope.spec.hf_keys import Keys
 from archscope.spec.hf_readers_base import _act, _base, _heads, _select, mtp_layers, rotary_fraction
 from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
-
-# spec key -> the config.json key it is read from (hf_keys.hf_key)
-SPEC_TO_HF["glm4_moe"] = {**SPEC_TO_HF["deepseek_v3"], "ffn.d_ff": "intermediate_size",
-                          "attention.qk_norm": "use_qk_norm", "attention.bias": "attention_bias",
-                          "attention.out_bias": "attention_bias",
-                          "attention.rotary_fraction": "partial_rotary_factor"}
 
 _PARTIAL = "partial_rotary_factor"
 _GLM_PARTIAL_DEFAULT = 0.5  # Glm4MoeConfig.__post_init__ sets it when the file has none
@@ -45,7 +41,7 @@ def _moe(c: Keys) -> dict:
             "n_shared_experts": c.size("n_shared_experts", least=0), "router": router}
 
 
-def read_glm4_moe(c: Keys) -> dict:
+def read(c: Keys) -> dict:
     base = _base(c, read_elsewhere=(_PARTIAL,))
     heads, kv, head_dim = _heads(c, base["d_model"])
     attention = {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim,
@@ -66,9 +62,9 @@ def read_glm4_moe(c: Keys) -> dict:
     return out
 
 
-def write_glm4_moe(s: ModelSpec) -> dict:
+def write(s: ModelSpec) -> dict:
     """The keys Glm4MoeConfig reads; what it cannot hold (o_proj bias, full-width QK-norm, a
-    softmax router) comes back different, and hf_export's read-back names the key."""
+    softmax router) comes back different, and the exporter's read-back names the key."""
     a = s.attention
     base = to_base(s)
     base["rope_parameters"][_PARTIAL] = a.rotary_fraction or 1.0
@@ -89,3 +85,28 @@ def write_glm4_moe(s: ModelSpec) -> dict:
                     "topk_group": r.topk_group, "norm_topk_prob": r.normalize,
                     "routed_scaling_factor": r.scaling_factor})
     return out
+
+
+def _claims(s: ModelSpec) -> bool:
+    """DeepSeek-V3's router over GQA, or part of each head rotated (GLM's one partial RoPE
+    among the classes written here that build no state mixer)."""
+    return sigmoid_routed(s) or any(layer.attention and layer.attention.rotary_fraction
+                                    for layer in s.plan)
+
+
+# Qwen3's attention names (q_norm, k_norm) + DeepSeek-V3's MoE names (router with its correction
+# bias, fused experts, shared_experts); dense first layers: Llama's mlp
+_SHARED = tuple(r for r in DEEPSEEK_V3.weights if ".mlp.shared_experts." in r.hf
+                or ".mlp.gate." in r.hf)
+# transformers' modular file: Glm4Moe = DeepseekV3's decoder with Cohere's attention (GQA)
+GLM4_MOE = DEEPSEEK_V3.but(
+    "glm4_moe", "Glm4MoeForCausalLM", read=read, write=write, exports=_claims,
+    attentions=("gqa",), ffns=("moe", "swiglu"),
+    weights=QWEN3.weights + MOE_WEIGHTS + tuple(r for r in _SHARED if r not in MOE_WEIGHTS),
+    per_expert=PER_EXPERT,
+    spec_keys=DEEPSEEK_V3.key_table(**{
+        "ffn.d_ff": "intermediate_size", "attention.qk_norm": "use_qk_norm",
+        "attention.bias": "attention_bias", "attention.out_bias": "attention_bias",
+        "attention.rotary_fraction": "partial_rotary_factor"}),
+    names=("glm",), doc="Llama + partial RoPE + q/k/v bias + DeepSeek-V3's MoE")
+FAMILIES = (GLM4_MOE,)

@@ -1,8 +1,8 @@
 """Bamba (transformers' `bamba`, BambaForCausalLM) config.json <-> spec, both directions.
 
 Bamba = Llama (attention_bias, mlp_bias, one dense SwiGLU per layer) + Granite 4.0-H's Mamba-2
-mixer and keys (hf_granitemoehybrid) on every layer but those `attn_layer_indices` lists, whose
-attention rotates half of each head: BambaConfig sets partial_rotary_factor 0.5 whatever the
+mixer and keys (families/granitemoehybrid.py) on every layer but those `attn_layer_indices`
+lists, whose attention rotates half of each head: BambaConfig sets partial_rotary_factor 0.5 whatever the
 file says (RoPE on the first head_dim / 2 dims, Llama's halves within them, as GLM-4.5's).
 No multipliers. hidden_act is the MLP's and the Mamba conv's activation, so it must be silu.
 """
@@ -10,16 +10,16 @@ No multipliers. hidden_act is the MLP's and the Mamba conv's activation, so it m
 from __future__ import annotations
 
 from archscope.errors import SpecError
-from archscope.spec.hf_granitemoehybrid import mamba, mamba_keys
-from archscope.spec.hf_keys import SPEC_TO_HF, Keys, what
+from archscope.spec.families.base import rules
+from archscope.spec.families.granitemoehybrid import (GRANITEMOEHYBRID, MAMBA_WEIGHTS, mamba,
+                                                      mamba_hybrid, mamba_keys, single_blocks)
+from archscope.spec.families.llama import LLAMA
+from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import _act, _base, _heads, _select
 from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
 
 _PARTIAL, _HALF = "partial_rotary_factor", 0.5
-SPEC_TO_HF["bamba"] = {**SPEC_TO_HF["granitemoehybrid"], "ffn.d_ff": "intermediate_size",
-                       "ffn.bias": "mlp_bias", "layers": "attn_layer_indices",
-                       "mixer": "attn_layer_indices", "attention.rotary_fraction": _PARTIAL}
 
 
 def _half_rotation(c: Keys) -> None:
@@ -35,7 +35,7 @@ def _half_rotation(c: Keys) -> None:
                                f"(0.5), {what(value)}; archscope refuses the ambiguity")
 
 
-def read_bamba(c: Keys) -> dict:
+def read(c: Keys) -> dict:
     _half_rotation(c)
     base = _base(c, read_elsewhere=(_PARTIAL,))
     d, n = base["d_model"], base["n_layers"]
@@ -57,7 +57,7 @@ def read_bamba(c: Keys) -> dict:
     return out
 
 
-def write_bamba(s: ModelSpec) -> dict:
+def write(s: ModelSpec) -> dict:
     """BambaConfig's keys for `s`; what Bamba cannot build is named here or by the read-back
     comparison in hf_export."""
     a, f = s.attention, s.ffn
@@ -72,3 +72,25 @@ def write_bamba(s: ModelSpec) -> dict:
             **(mamba_keys(s) if s.mixer is not None else {}),
             # the class's default token ids (pad 0, bos 1, eos 2) mean nothing to a spec
             "bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+
+
+_L = "model.layers.{i}"
+WEIGHTS = tuple(r for r in LLAMA.weights if not any(
+    s in r.hf for s in (".mlp.", "post_attention_layernorm", "model.norm."))) + rules(
+    *MAMBA_WEIGHTS,
+    *[(f"{_L}.feed_forward.{proj}.{{p}}", f"layers.{{i}}.mlp.{proj}.{{p}}")
+      for proj in ("gate_proj", "up_proj", "down_proj")],
+    (f"{_L}.pre_ff_layernorm.weight", "layers.{i}.post_attention_layernorm.weight"),
+    ("model.final_layernorm.weight", "norm.weight"))
+
+BAMBA = GRANITEMOEHYBRID.but(
+    "bamba", "BambaForCausalLM", read=read, write=write,
+    # the one Mamba-2 hybrid whose attention rotates part of each head
+    exports=lambda s: mamba_hybrid(s) and not single_blocks(s) and any(
+        layer.attention and layer.attention.rotary_fraction for layer in s.plan),
+    ffns=("swiglu",), weights=WEIGHTS,
+    spec_keys=GRANITEMOEHYBRID.key_table(**{
+        "ffn.d_ff": "intermediate_size", "ffn.bias": "mlp_bias", "layers": "attn_layer_indices",
+        "mixer": "attn_layer_indices", "attention.rotary_fraction": _PARTIAL}),
+    doc="Llama + Granite 4.0-H's Mamba-2 layers, half-rotated attention")
+FAMILIES = (BAMBA,)

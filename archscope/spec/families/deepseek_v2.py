@@ -1,16 +1,15 @@
-"""DeepSeek-V2 and -V3 (transformers' deepseek_v2, deepseek_v3; Kimi K2's files too): their
-config.json readers and writers. Llama's skeleton + MLA + routed and shared experts after some
-dense layers; V3 routes by sigmoid scores with a selection-only correction bias (noaux_tc).
-
-hf_readers registers the readers, hf_export the writers."""
+"""DeepSeek-V2 (transformers' `deepseek_v2`): Llama's skeleton + MLA (a compressed KV latent
+and a decoupled RoPE key) + routed and always-on shared experts after some dense layers
+(first_k_dense_replace; DeepSeek's own moe_layer_freq), routed greedily or group-limited."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from archscope.errors import SpecError
+from archscope.spec.families.base import rules
+from archscope.spec.families.llama import LLAMA
+from archscope.spec.families.mixtral import DOWN, GATE_UP, MOE_WEIGHTS
 from archscope.spec.hf_keys import Keys
-from archscope.spec.hf_readers_base import _act, _base, _divides, _moe, _select, mtp_layers
+from archscope.spec.hf_readers_base import _act, _base, _divides, _moe, _select
 from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
 
@@ -28,33 +27,15 @@ def _deepseek_moe(c: Keys) -> dict:  # routed experts + always-on shared experts
             "n_shared_experts": c.size("n_shared_experts", least=0), "router": router}
 
 
-def _deepseek_v3_moe(c: Keys) -> dict:  # V2's experts, a sigmoid noaux_tc router
-    # DeepseekV3TopkRouter always routes this way; DeepSeek's own keys may only agree
-    c.text("topk_method", ("noaux_tc",), null=True, noun="routing method")
-    c.text("scoring_func", ("sigmoid",), null=True, noun="scoring function")
-    router = {"method": "noaux_tc", "scoring": "sigmoid", "correction_bias": True,
-              "normalize": bool(c.flag("norm_topk_prob", null=True)),
-              "scaling_factor": c.number("routed_scaling_factor"),
-              "n_group": c.size("n_group"), "topk_group": c.size("topk_group")}
-    return {**_moe(c, experts="n_routed_experts"), "d_expert": c.size("moe_intermediate_size"),
-            "n_shared_experts": c.size("n_shared_experts", least=0), "router": router}
-
-
-def read_deepseek_v3(c: Keys) -> dict:  # DeepSeek-V2 with V3's router, no mlp_bias, every layer
-    # from first_k_dense_replace on MoE (DeepseekV3 reads no moe_layer_freq)
-    if c.size("moe_layer_freq", fallback=1) != 1:
-        raise c.error("moe_layer_freq", "transformers' DeepseekV3 makes every layer from "
-                                        "first_k_dense_replace on MoE: only 1 is modelled")
-    if c.flag("rope_interleave", fallback=True) is not True:
-        raise c.error("rope_interleave", "archscope's MLA rotates interleaved pairs only")
-    return {**read_deepseek_v2(c, moe=_deepseek_v3_moe, mlp_bias=False), "mtp_layers": mtp_layers(c)}
-
-
-def read_deepseek_v2(c: Keys, moe=_deepseek_moe, mlp_bias: bool | None = None) -> dict:
-    # Llama's skeleton + MLA + MoE after some dense layers
+def read(c: Keys, moe=_deepseek_moe, mlp_bias: bool | None = None,
+         refused_by: str | None = "DeepseekV2Config") -> dict:
+    """Llama's skeleton + MLA + MoE after some dense layers; `refused_by`: the config class
+    that refuses heads not dividing the width (V3's accepts them: MLA's heads are sized by
+    their own keys)."""
     base = _base(c)
     heads = c.size("num_attention_heads")
-    _divides(c, "hidden_size", "num_attention_heads", base["d_model"], heads)
+    if refused_by is not None:
+        _divides(c, "hidden_size", "num_attention_heads", base["d_model"], heads, refused_by)
     mla = {"q_lora_rank": c.size("q_lora_rank", null=True)}
     mla.update({key: c.size(key) for key in ("kv_lora_rank", "qk_nope_head_dim",
                                              "qk_rope_head_dim", "v_head_dim")})
@@ -78,9 +59,11 @@ def read_deepseek_v2(c: Keys, moe=_deepseek_moe, mlp_bias: bool | None = None) -
     return out
 
 
-def write_deepseek_v2(s: ModelSpec) -> dict:
+def write(s: ModelSpec, divisible: bool = True) -> dict:
+    """DeepseekV2Config's keys for `s` (`divisible`: refuse heads that do not divide d_model,
+    as that class does; V3's writer, whose class does not, says False)."""
     a, first = s.attention, s.plan[0].ffn
-    if s.d_model % a.n_heads:  # DeepseekV2Config refuses to load otherwise
+    if divisible and s.d_model % a.n_heads:  # DeepseekV2Config refuses to load otherwise
         raise SpecError(f"transformers' DeepseekV2Config needs d_model ({s.d_model}) divisible "
                         f"by n_heads ({a.n_heads})", key="attention.n_heads")
     moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
@@ -92,7 +75,7 @@ def write_deepseek_v2(s: ModelSpec) -> dict:
     if moe is None:
         return out
     r = moe.routing
-    if r.normalize:  # the original DeepSeek code honours norm_topk_prob; transformers' port does not
+    if r.normalize:  # DeepSeek's own code honours norm_topk_prob; transformers' port does not
         raise SpecError("transformers' DeepseekV2 never renormalises the top-k weights (it "
                         "ignores norm_topk_prob), so normalize: true would build another model",
                         key="ffn.router.normalize")
@@ -102,25 +85,41 @@ def write_deepseek_v2(s: ModelSpec) -> dict:
             "norm_topk_prob": r.normalize, "routed_scaling_factor": r.scaling_factor}
 
 
-def write_deepseek_v3(s: ModelSpec) -> dict:
-    """DeepSeek-V2's keys less those DeepseekV3 has no use for (it always routes noaux_tc with
-    sigmoid scores and reads no mlp_bias); an unrepresentable spec is named by the read-back."""
-    moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
-    first, r = s.plan[0].ffn, (moe.routing if moe else None)
-    out = {**write_deepseek_v2(_without_normalize(s)), "rope_interleave": True}
-    for key in ("mlp_bias", "topk_method"):
-        out.pop(key, None)
-    if moe is not None:
-        out.update({"norm_topk_prob": r.normalize, "scoring_func": "sigmoid",
-                    "topk_method": "noaux_tc"})
-    out["hidden_act"] = HF_ACT[(moe or first).activation]
-    out["num_nextn_predict_layers"] = s.mtp_layers  # not built by the class; counted apart
-    return out
+
+_ATTN = "model.layers.{i}.self_attn"
+_MLA = ("q_proj", "q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm",
+        "kv_b_proj", "o_proj")
+# Llama's norms and embeddings + MLA's projections + Mixtral's MoE names + shared experts; dense
+# layers use Llama's mlp names
+WEIGHTS = tuple(r for r in LLAMA.weights if ".self_attn." not in r.hf) + MOE_WEIGHTS + rules(
+    *[(f"{_ATTN}.{name}.{{p}}", f"layers.{{i}}.self_attn.{name}.{{p}}") for name in _MLA],
+    *[(f"model.layers.{{i}}.mlp.shared_experts.{proj}.{{p}}",
+       f"layers.{{i}}.mlp.shared_experts.{proj}.{{p}}")
+      for proj in ("gate_proj", "up_proj", "down_proj")],
+)
+# a checkpoint with one tensor per expert and projection (DeepSeek's, GLM's and Qwen's files,
+# and what transformers < 5 saved): (per-expert name, fused name, which half of its rows, halves)
+PER_EXPERT = (("model.layers.{i}.mlp.experts.{j}.gate_proj.weight", GATE_UP, 0, 2),
+              ("model.layers.{i}.mlp.experts.{j}.up_proj.weight", GATE_UP, 1, 2),
+              ("model.layers.{i}.mlp.experts.{j}.down_proj.weight", DOWN, 0, 1))
+
+SPEC_KEYS = LLAMA.key_table(**{
+    "ffn.n_experts": "n_routed_experts", "ffn.d_expert": "moe_intermediate_size",
+    "ffn.n_shared_experts": "n_shared_experts", "ffn.router.method": "topk_method",
+    "ffn.router.n_group": "n_group", "ffn.router.topk_group": "topk_group",
+    "ffn.router.normalize": "norm_topk_prob", "ffn.router.scaling_factor": "routed_scaling_factor",
+    "layers": "first_k_dense_replace",
+    **{f"attention.{k}": k for k in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                     "qk_rope_head_dim", "v_head_dim")}})
 
 
-def _without_normalize(s: ModelSpec) -> ModelSpec:
-    """`s` with normalize off (V2's writer refuses it; V3 honours it), else unchanged."""
-    if not any(layer.is_moe and layer.ffn.routing.normalize for layer in s.plan):
-        return s
-    router = dataclasses.replace(s.ffn.routing, normalize=False)
-    return dataclasses.replace(s, ffn=dataclasses.replace(s.ffn, router=router))
+def mla(s: ModelSpec) -> bool:
+    return any(layer.attention is not None and layer.attention.kind == "mla" for layer in s.plan)
+
+
+DEEPSEEK_V2 = LLAMA.but(
+    "deepseek_v2", "DeepseekV2ForCausalLM", read=read, write=write,
+    exports=mla, attentions=("mla",), ffns=("moe", "swiglu"),
+    weights=WEIGHTS, per_expert=PER_EXPERT, spec_keys=SPEC_KEYS, names=("deepseek",),
+    usual={"deepseek": "deepseek-v2"}, doc="Llama + MLA + MoE with shared experts")
+FAMILIES = (DEEPSEEK_V2,)

@@ -27,22 +27,13 @@ archscope's MoE does not build.
 from __future__ import annotations
 
 from archscope.errors import SpecError
-from archscope.spec.hf_keys import FIELD, SPEC_TO_HF, Keys, what
+from archscope.spec.families.base import rules
+from archscope.spec.families.granitemoehybrid import mamba_hybrid, single_blocks
+from archscope.spec.families.llama import LLAMA
+from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import _ACT, _select
 from archscope.spec.hf_writers_base import HF_ACT
 from archscope.spec.schema import ModelSpec
-
-FIELD.update({"hybrid_override_pattern": "n_layers", "layers_block_type": "n_layers",
-              "mamba_num_heads": "n_heads", "mamba_head_dim": "head_dim",
-              "ssm_state_size": "d_state"})
-SPEC_TO_HF["nemotron_h"] = {
-    **SPEC_TO_HF["llama"], "norm.eps": "layer_norm_epsilon", "ffn.activation": "mlp_hidden_act",
-    "n_layers": "hybrid_override_pattern", "layers": "hybrid_override_pattern",
-    **{f"mixer.{k}": v for k, v in (
-        ("n_heads", "mamba_num_heads"), ("head_dim", "mamba_head_dim"),
-        ("d_state", "ssm_state_size"), ("n_groups", "n_groups"), ("conv_kernel", "conv_kernel"),
-        ("chunk_size", "chunk_size"), ("conv_bias", "use_conv_bias"), ("proj_bias", "use_bias"),
-        ("dt_limit_min", "time_step_min"))}}
 
 # pattern character <-> layers_block_type entry <-> what the layer is in a spec
 _TYPE = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
@@ -79,7 +70,7 @@ def _layer_types(c: Keys) -> tuple[str, list[str]]:
     return key, value
 
 
-def read_nemotron_h(c: Keys) -> dict:
+def read(c: Keys) -> dict:
     key, types = _layer_types(c)
     if c.flag("tie_word_embeddings"):
         raise c.error("tie_word_embeddings", "is true, but transformers' NemotronHForCausalLM "
@@ -125,10 +116,10 @@ def _mamba2(c: Keys) -> dict:
             "dt_limit_min": c.number(key("time_step_min", "mamba_dt_min"), positive=False)}
 
 
-def write_nemotron_h(s: ModelSpec) -> dict:
+def write(s: ModelSpec) -> dict:
     """NemotronHConfig's keys for `s`. What NemotronH cannot build is named here (a layer with
-    both a mixer and an FFN, a tied head, an FFN kind it lacks) or by the read-back
-    comparison in hf_export (RoPE, attention biases, a per-layer change)."""
+    both a mixer and an FFN, a tied head, an FFN kind it lacks) or by the exporter's read-back
+    comparison (RoPE, attention biases, a per-layer change)."""
     pattern = []
     for layer in s.plan:
         if layer.mixer is not None and layer.ffn is not None:
@@ -155,3 +146,55 @@ def write_nemotron_h(s: ModelSpec) -> dict:
                     "use_conv_bias": m.conv_bias, "use_bias": m.proj_bias,
                     "time_step_min": m.dt_limit_min, "mamba_hidden_act": "silu"})
     return out
+
+
+# Weight names. Each Nemotron-H layer is one block: `layers.N.norm`, then `layers.N.mixer`, and
+# a residual. The mixer is the Mamba-2 mixer (our `mixer`, the same parameter names),
+# attention's q/k/v/o_proj (our `self_attn`) or the MLP's up/down_proj (our `mlp`), so the
+# block's one norm is our input_layernorm (a layer with a mixer) or post_attention_layernorm (an
+# MLP layer): two rules for one name, of which the loader takes the one the model has. Files
+# name the model `backbone.` (the published checkpoints, and what transformers 5's
+# save_pretrained writes back), transformers 5's modules `model.` (its conversion mapping
+# renames one to the other on load); both are read, and archscope writes `model.`, the module
+# names, so that a state dict loads into transformers' class directly
+# (measure.reference.hf_twin) and a written checkpoint loads by name.
+_L = "layers.{i}"
+_MAMBA = ("in_proj.{p}", "conv1d.{p}", "out_proj.{p}", "dt_bias", "A_log", "D", "norm.weight")
+_BLOCKS = (
+    ("embeddings.weight", "embed_tokens.weight"),
+    # one name, two alternatives: the first the model has is used (weights/mapping.py)
+    (f"{_L}.norm.weight", "layers.{i}.input_layernorm.weight"),
+    (f"{_L}.norm.weight", "layers.{i}.post_attention_layernorm.weight"),
+    *[(f"{_L}.mixer.{name}", f"layers.{{i}}.mixer.{name}") for name in _MAMBA],
+    *[(f"{_L}.mixer.{proj}.{{p}}", f"layers.{{i}}.self_attn.{proj}.{{p}}")
+      for proj in ("q_proj", "k_proj", "v_proj", "o_proj")],
+    *[(f"{_L}.mixer.{proj}.{{p}}", f"layers.{{i}}.mlp.{proj}.{{p}}")
+      for proj in ("up_proj", "down_proj")],
+    ("norm_f.weight", "norm.weight"),
+)
+NEMOTRON_H_ROWS = (
+    *[(f"model.{hf}", ours, *extra) for hf, ours, *extra in _BLOCKS],
+    ("lm_head.weight", "lm_head.weight"),
+    *[(f"backbone.{hf}", ours, {**(extra[0] if extra else {}), "alias": True})
+      for hf, ours, *extra in _BLOCKS],
+)
+
+NEMOTRON_H = LLAMA.but(
+    "nemotron_h", "NemotronHForCausalLM", read=read, write=write,
+    exports=lambda s: mamba_hybrid(s) and single_blocks(s), mixers=("mamba2",),
+    ffns=("relu2", "mlp"),
+    weights=rules(*NEMOTRON_H_ROWS),
+    spec_keys=LLAMA.key_table(**{
+        "norm.eps": "layer_norm_epsilon", "ffn.activation": "mlp_hidden_act",
+        "n_layers": "hybrid_override_pattern", "layers": "hybrid_override_pattern",
+        **{f"mixer.{k}": v for k, v in (
+            ("n_heads", "mamba_num_heads"), ("head_dim", "mamba_head_dim"),
+            ("d_state", "ssm_state_size"), ("n_groups", "n_groups"),
+            ("conv_kernel", "conv_kernel"), ("chunk_size", "chunk_size"),
+            ("conv_bias", "use_conv_bias"), ("proj_bias", "use_bias"),
+            ("dt_limit_min", "time_step_min"))}}),
+    key_fields=LLAMA.field_table(hybrid_override_pattern="n_layers",
+                                 layers_block_type="n_layers", mamba_num_heads="n_heads",
+                                 mamba_head_dim="head_dim", ssm_state_size="d_state"),
+    names=("nemotron",), doc="single blocks: Mamba-2, attention (no RoPE) or a squared-ReLU MLP")
+FAMILIES = (NEMOTRON_H,)

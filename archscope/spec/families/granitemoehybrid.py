@@ -19,18 +19,21 @@ from __future__ import annotations
 import math
 
 from archscope.errors import SpecError
-from archscope.spec.hf_keys import FIELD, SPEC_TO_HF, Keys, what
+from archscope.spec.families.base import is_hybrid, rules
+from archscope.spec.families.granitemoe import GRANITEMOE
+from archscope.spec.families.llama import LLAMA
+from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import _act, _base, _heads, _multipliers, _select
 from archscope.spec.hf_writers_base import HF_ACT, rope_parameters
 from archscope.spec.schema import ModelSpec
 
-# config.json keys -> the spec fields whose limits bound them (hf_keys.FIELD is the shared table)
-FIELD.update({"shared_intermediate_size": "d_ff", "mamba_n_heads": "n_heads",
-              "mamba_d_head": "head_dim", "mamba_d_state": "d_state",
-              "mamba_n_groups": "n_groups", "mamba_d_conv": "conv_kernel",
-              "mamba_chunk_size": "chunk_size", "mamba_expand": "n_heads"})
-SPEC_TO_HF["granitemoehybrid"] = {
-    **SPEC_TO_HF["llama"], "ffn.d_ff": "shared_intermediate_size",
+# config.json keys -> the spec fields whose limits bound them (the Mamba keys: Bamba's too)
+KEY_FIELDS = LLAMA.field_table(
+    shared_intermediate_size="d_ff", mamba_n_heads="n_heads", mamba_d_head="head_dim",
+    mamba_d_state="d_state", mamba_n_groups="n_groups", mamba_d_conv="conv_kernel",
+    mamba_chunk_size="chunk_size", mamba_expand="n_heads")
+SPEC_KEYS = LLAMA.key_table(**{
+    "ffn.d_ff": "shared_intermediate_size",
     "ffn.d_shared": "shared_intermediate_size", "ffn.d_expert": "intermediate_size",
     "ffn.n_experts": "num_local_experts", "ffn.top_k": "num_experts_per_tok",
     "position.kind": "position_embedding_type", "layers": "layer_types", "mixer": "layer_types",
@@ -39,7 +42,7 @@ SPEC_TO_HF["granitemoehybrid"] = {
         ("n_groups", "mamba_n_groups"), ("conv_kernel", "mamba_d_conv"),
         ("chunk_size", "mamba_chunk_size"), ("conv_bias", "mamba_conv_bias"),
         ("proj_bias", "mamba_proj_bias"), ("dt_limit_min", "time_step_limit"),
-        ("dt_limit_max", "time_step_limit"))}}
+        ("dt_limit_max", "time_step_limit"))}})
 
 MAMBA, ATTENTION = ("mamba", "linear_attention"), ("attention", "full_attention")
 _POSITIONS = ("rope", "nope")  # transformers: anything but "rope" (null too) rotates nothing
@@ -109,7 +112,7 @@ def _ffn(c: Keys) -> dict:
             "router": {"normalize": True}}
 
 
-def read_granitemoehybrid(c: Keys) -> dict:
+def read(c: Keys) -> dict:
     rope = c.text("position_embedding_type", _POSITIONS, null=True) == "rope"
     if rope:
         base = _base(c)
@@ -138,10 +141,10 @@ def read_granitemoehybrid(c: Keys) -> dict:
     return out
 
 
-def write_granitemoehybrid(s: ModelSpec) -> dict:
+def write(s: ModelSpec) -> dict:
     """GraniteMoeHybridConfig's keys for `s`. What the class cannot build (a layer's own FFN or
     attention, an MoE without its one shared MLP, a mixer width that is no whole multiple of
-    hidden_size) is named here or by the read-back comparison in hf_export."""
+    hidden_size) is named here or by the read-back comparison (hf_export)."""
     a, f, m, mults = s.attention, s.ffn, s.mixer, s.mults
     moe = f.kind == "moe"
     if moe and f.shared_experts != 1:
@@ -187,3 +190,49 @@ def mamba_keys(s: ModelSpec) -> dict:
             "mamba_chunk_size": m.chunk_size, "mamba_conv_bias": m.conv_bias,
             "mamba_proj_bias": m.proj_bias,
             "time_step_limit": [m.dt_limit_min, m.dt_limit_max or math.inf]}
+
+
+# weight names: Llama's embedding, attention, norms and head + a Mamba-2 mixer under `mamba`
+# (ours: `mixer`, with transformers' own parameter names) + GraniteMoe's MoE names + `shared_mlp`,
+# whose input_linear holds gate rows then up rows. shared_mlp is the MoE's shared expert when the
+# layer has experts and the whole dense MLP when num_local_experts is 0, so each of its tensors
+# has two rules; the loader takes the one whose targets the model has (weights/mapping.py), and
+# the writer the one whose first target it has.
+_LAYER = "model.layers.{i}"
+_SHARED_MLP = f"{_LAYER}.shared_mlp"
+# (HF name, our name or names) rows, in mapping._rules' form
+MAMBA_WEIGHTS = (
+    *[(f"{_LAYER}.mamba.{name}.{{p}}", f"layers.{{i}}.mixer.{name}.{{p}}")
+      for name in ("in_proj", "conv1d", "out_proj")],
+    *[(f"{_LAYER}.mamba.{name}", f"layers.{{i}}.mixer.{name}")
+      for name in ("dt_bias", "A_log", "D", "norm.weight")],
+)
+ROWS = (
+    *MAMBA_WEIGHTS,
+    *[(f"{_SHARED_MLP}.input_linear.weight",
+       [f"layers.{{i}}.mlp.{at}{proj}.weight" for proj in ("gate_proj", "up_proj")])
+      for at in ("shared_experts.", "")],
+    *[(f"{_SHARED_MLP}.output_linear.weight", f"layers.{{i}}.mlp.{at}down_proj.weight")
+      for at in ("shared_experts.", "")],
+)
+
+
+def single_blocks(s: ModelSpec) -> bool:
+    """Whether some layer is one block (a mixer or an FFN, never both): Nemotron-H's layout."""
+    return any(layer.attention is None and layer.state is None or layer.ffn is None
+               for layer in s.plan)
+
+
+def mamba_hybrid(s: ModelSpec) -> bool:
+    return is_hybrid(s) and (s.mixer is None or s.mixer.kind == "mamba2")
+
+
+GRANITEMOEHYBRID = LLAMA.but(
+    "granitemoehybrid", "GraniteMoeHybridForCausalLM", read=read, write=write,
+    exports=lambda s: mamba_hybrid(s) and not single_blocks(s), mixers=("mamba2",),
+    ffns=("moe", "swiglu"),
+    weights=tuple(r for r in LLAMA.weights if ".mlp." not in r.hf) + rules(*ROWS)
+    + tuple(r for r in GRANITEMOE.weights if ".block_sparse_moe." in r.hf),
+    spec_keys=SPEC_KEYS, key_fields=KEY_FIELDS, names=("granite",),
+    doc="Granite + MoE with a shared MLP + Mamba-2 layers")
+FAMILIES = (GRANITEMOEHYBRID,)

@@ -16,16 +16,15 @@ final_logit_softcapping) is refused: archscope does not model it.
 
 from __future__ import annotations
 
+import dataclasses
+
 from archscope.errors import SpecError
-from archscope.spec.hf_keys import SPEC_TO_HF, Defaulted, Keys, what
+from archscope.spec.families.base import frozen, renamed, rules
+from archscope.spec.families.qwen3 import QWEN3
+from archscope.spec.hf_keys import Defaulted, Keys, what
 from archscope.spec.hf_readers_base import _act, _check_types, _rope, _select
 from archscope.spec.hf_writers_base import rope_parameters
 from archscope.spec.schema import ModelSpec
-
-# spec key -> the config.json key it is read from (hf_keys.hf_key)
-SPEC_TO_HF["gemma3_text"] = {**SPEC_TO_HF["llama"], "ffn.activation": "hidden_activation",
-                             "multipliers.attention": "query_pre_attn_scalar"}
-SPEC_TO_HF["gemma3"] = {k: f"text_config.{v}" for k, v in SPEC_TO_HF["gemma3_text"].items()}
 
 _TYPES = ("full_attention", "sliding_attention")
 _THETA = {"full_attention": ("rope_theta", "global"),  # legacy key, default_theta's entry
@@ -144,7 +143,7 @@ def read_gemma3_text(c: Keys) -> dict:
 def read_gemma3(c: Keys) -> dict:
     """A multimodal gemma3 config.json: its text_config, keys it omits filled in with
     Gemma3TextConfig's defaults (as transformers does); the vision tower is not modelled."""
-    sub = Keys(c.mapping("text_config"), "gemma3_text", c.where)
+    sub = Keys(c.mapping("text_config"), "gemma3_text", c.where, GEMMA3_TEXT.key_fields)
     try:
         out = read_gemma3_text(sub)
     except SpecError as err:
@@ -172,8 +171,8 @@ def _attention_scalar(s: ModelSpec) -> int:
 
 
 def write_gemma3_text(s: ModelSpec) -> dict:
-    """Gemma3TextConfig's keys for `s`; what the class cannot build is named by the read-back
-    (hf_export), except what this writer must refuse first."""
+    """Gemma3TextConfig's keys for `s`; what the class cannot build is named by the exporter's
+    read-back, except what this writer must refuse first."""
     if s.mults.embedding != s.d_model ** 0.5:
         raise SpecError(f"Gemma 3 scales embeddings by sqrt(hidden_size) = {s.d_model ** 0.5!r} "
                         f"exactly, not {s.mults.embedding!r}", key="multipliers.embedding")
@@ -200,3 +199,41 @@ def write_gemma3_text(s: ModelSpec) -> dict:
             "layer_types": [layer.layer_type for layer in s.plan],
             "attn_logit_softcapping": None, "final_logit_softcapping": None,
             "use_bidirectional_attention": False}
+
+
+def _claims(s: ModelSpec) -> bool:
+    """Only Gemma 3's class has these: four norms per block, (1 + weight) norms, a RoPE that
+    differs between layers."""
+    return (s.norm.position == "sandwich" or s.norm.unit_offset
+            or any(layer.position != s.position for layer in s.plan))
+
+
+# Qwen3's names + the sandwich's two FFN norms (input_layernorm and post_attention_layernorm
+# around attention, pre_/post_feedforward_layernorm around the MLP)
+WEIGHTS = QWEN3.weights + rules(*[(f"model.layers.{{i}}.{name}.weight",
+                                   f"layers.{{i}}.{name}.weight")
+                                  for name in ("pre_feedforward_layernorm",
+                                               "post_feedforward_layernorm")])
+GEMMA3_TEXT = QWEN3.but(
+    "gemma3_text", "Gemma3ForCausalLM", read=read_gemma3_text, write=write_gemma3_text,
+    exports=_claims, weights=WEIGHTS,
+    spec_keys=QWEN3.key_table(**{"ffn.activation": "hidden_activation",
+                                 "multipliers.attention": "query_pre_attn_scalar"}),
+    names=("gemma",), doc="Qwen3 + sandwich norms + GeGLU + sliding and global layers")
+# The multimodal wrapper (Gemma3ForConditionalGeneration) holds the same text model under
+# model.language_model (transformers 5) or language_model.model (checkpoints saved by 4.x); its
+# vision tower and projector have no counterpart here and are skipped while loading.
+_TEXT = tuple(r for r in WEIGHTS if r.hf.startswith("model."))
+GEMMA3 = GEMMA3_TEXT.but(
+    "gemma3", "Gemma3ForConditionalGeneration", read=read_gemma3,
+    weights=renamed(_TEXT, "model.", "model.language_model.")
+    + tuple(dataclasses.replace(r, alias=True)
+            for r in renamed(_TEXT, "model.", "language_model.model."))
+    + rules(("lm_head.weight", "lm_head.weight"),
+            ("language_model.lm_head.weight", "lm_head.weight", {"alias": True})),
+    # per transformers 5.23's modeling_gemma3.py (4.x checkpoints without the `model.`)
+    skipped_prefixes=("model.vision_tower.", "model.multi_modal_projector.", "vision_tower.",
+                      "multi_modal_projector."),
+    spec_keys=frozen({k: f"text_config.{v}" for k, v in GEMMA3_TEXT.spec_keys.items()}),
+    names=("gemma",), doc="Gemma 3's text model inside the multimodal wrapper")
+FAMILIES = (GEMMA3_TEXT, GEMMA3)

@@ -19,23 +19,18 @@ for: `num_nextn_predict_layers` is read (absent: 0) and written when the spec ha
 from __future__ import annotations
 
 from archscope.errors import SpecError
+from archscope.spec.families.base import rules
+from archscope.spec.families.deepseek_v2 import PER_EXPERT
+from archscope.spec.families.gpt_oss import sliding_select
+from archscope.spec.families.mixtral import MOE_WEIGHTS
+from archscope.spec.families.qwen3 import QWEN3
+from archscope.spec.families.qwen3_moe import QWEN3_MOE
 from archscope.spec.gated_deltanet import HF_KEYS as MIXER_KEYS
-from archscope.spec.hf_gpt_oss import _sliding_select
-from archscope.spec.hf_keys import FIELD, SPEC_TO_HF, Keys, what
+from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import (_act, _base, _check_types, _heads, _select,
                                            class_default, rotary_fraction)
 from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
-
-# config.json key -> the spec field whose limit applies (hf_keys.FIELD)
-FIELD.update(MIXER_KEYS, full_attention_interval="n_layers",
-             shared_expert_intermediate_size="d_shared")
-# spec key -> the config.json key it is read from (hf_keys.hf_key)
-SPEC_TO_HF["qwen3_next"] = {
-    **SPEC_TO_HF["qwen3_moe"], "attention.rotary_fraction": "partial_rotary_factor",
-    "ffn.d_shared": "shared_expert_intermediate_size", "layers": "layer_types",
-    "mtp_layers": "num_nextn_predict_layers",
-    **{f"mixer.{field}": key for key, field in MIXER_KEYS.items()}}
 
 _PARTIAL, _PARTIAL_DEFAULT = "partial_rotary_factor", 0.25  # Qwen3NextConfig.__post_init__'s
 _INTERVAL, _INTERVAL_DEFAULT = "full_attention_interval", 4  # the same (popped, no field)
@@ -73,7 +68,7 @@ def _ffn(c: Keys, n: int) -> tuple[dict | None, dict | None, list[int]]:
                  "router": {"normalize": c.flag("norm_topk_prob")}}, dense
 
 
-def read_qwen3_next(c: Keys) -> dict:
+def read(c: Keys) -> dict:
     base = _base(c, read_elsewhere=(_PARTIAL,))
     base["norm"]["unit_offset"] = True  # Qwen3NextRMSNorm: (1 + weight), every one of them
     heads, kv, head_dim = _heads(c, base["d_model"])
@@ -87,26 +82,28 @@ def read_qwen3_next(c: Keys) -> dict:
     out = {**base, "mixer": mixer, "ffn": moe or mlp,
            "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim,
                          "bias": c.flag("attention_bias"), "qk_norm": "head",
-                         "output_gate": True, "rotary_fraction": rotary_fraction(c, _PARTIAL_DEFAULT)},
+                         "output_gate": True,
+                         "rotary_fraction": rotary_fraction(c, _PARTIAL_DEFAULT)},
            "mtp_layers": c.size("num_nextn_predict_layers", least=0, fallback=0)}
     attends = [i for i, t in enumerate(_layer_types(c, n)) if t == "full_attention"]
     layers = []
     if len(attends) == n:  # no state mixer at all: a plain (gated) attention stack
         del out["mixer"]
     elif attends:  # (none: the spec's attention is then used by no layer, as the class's)
-        layers.append({"select": _sliding_select(attends, n), "mixer": "attention"})
+        layers.append({"select": sliding_select(attends, n), "mixer": "attention"})
     if dense and moe:
         layers.append({"select": _select(dense), "ffn": mlp})
     return {**out, "layers": layers} if layers else out
 
 
-def write_qwen3_next(s: ModelSpec) -> dict:
+def write(s: ModelSpec) -> dict:
     """Qwen3NextConfig's keys for `s`; what the class cannot build comes back different from
-    the read-back (hf_export names the key), except what must be refused first."""
+    the read-back (the exporter names the key), except what must be refused first."""
     for layer in s.plan:
         if layer.mixer is None or layer.ffn is None:
-            raise SpecError(f"layer {layer.index} has no {'mixer' if layer.mixer is None else 'FFN'}"
-                            ": every Qwen3-Next layer has a mixer and an FFN", key="layers")
+            missing = "mixer" if layer.mixer is None else "FFN"
+            raise SpecError(f"layer {layer.index} has no {missing}: every Qwen3-Next layer has "
+                            "a mixer and an FFN", key="layers")
     if s.mixer is not None and s.mixer.kind != "gated_deltanet":
         raise SpecError(f"Qwen3-Next's state mixer is gated_deltanet, not {s.mixer.kind!r}",
                         key="mixer.kind")
@@ -133,3 +130,43 @@ def write_qwen3_next(s: ModelSpec) -> dict:
     if s.mtp_layers:
         out["num_nextn_predict_layers"] = s.mtp_layers
     return out
+
+
+# Weight names: Qwen3's (q/k/v/o_proj, q_norm, k_norm on the full_attention layers) + Mixtral's
+# MoE names + the Gated DeltaNet under `linear_attn` (archscope's `mixer`: same module names,
+# nn/gated_deltanet.py) + one shared expert, `shared_expert` (archscope's `shared_experts`, the
+# name every MoE here uses), and its sigmoid gate `shared_expert_gate`. q_proj is twice as wide
+# (query and gate rows per head) but keeps its name. Dense layers (mlp_only_layers) use Llama's
+# mlp names. The published checkpoint's per-expert tensors are merged while loading; its
+# `mtp.*` tensors are skipped (weights/validate.without_mtp) when the spec declares mtp_layers.
+_LINEAR = "model.layers.{i}.linear_attn"
+# rows of mapping._rules, added there to QWEN3 + MOE (kept as data, so this module need not
+# import mapping, which lists it)
+QWEN3_NEXT_ROWS = (
+    *[(f"{_LINEAR}.{name}.weight", f"layers.{{i}}.mixer.{name}.weight")
+      for name in ("in_proj_qkvz", "in_proj_ba", "conv1d", "norm", "out_proj")],
+    *[(f"{_LINEAR}.{name}", f"layers.{{i}}.mixer.{name}") for name in ("dt_bias", "A_log")],
+    *[(f"model.layers.{{i}}.mlp.shared_expert.{proj}.weight",
+       f"layers.{{i}}.mlp.shared_experts.{proj}.weight")
+      for proj in ("gate_proj", "up_proj", "down_proj")],
+    ("model.layers.{i}.mlp.shared_expert_gate.weight", "layers.{i}.mlp.shared_expert_gate.weight"),
+)
+
+
+def _claims(s: ModelSpec) -> bool:
+    return s.mixer is not None and s.mixer.kind == "gated_deltanet"
+
+
+QWEN3_NEXT = QWEN3_MOE.but(
+    "qwen3_next", "Qwen3NextForCausalLM", read=read, write=write, exports=_claims,
+    mixers=("gated_deltanet",), ffns=("moe", "swiglu"),
+    weights=QWEN3.weights + MOE_WEIGHTS + rules(*QWEN3_NEXT_ROWS), per_expert=PER_EXPERT,
+    spec_keys=QWEN3_MOE.key_table(**{
+        "attention.rotary_fraction": "partial_rotary_factor",
+        "ffn.d_shared": "shared_expert_intermediate_size", "layers": "layer_types",
+        "mtp_layers": "num_nextn_predict_layers",
+        **{f"mixer.{field}": key for key, field in MIXER_KEYS.items()}}),
+    key_fields=QWEN3_MOE.field_table(**MIXER_KEYS, full_attention_interval="n_layers",
+                                     shared_expert_intermediate_size="d_shared"),
+    names=("qwen",), doc="Qwen3-MoE + Gated DeltaNet layers + gated attention")
+FAMILIES = (QWEN3_NEXT,)
