@@ -112,10 +112,21 @@ def _fast_clock():
     return types.SimpleNamespace(perf_counter=perf_counter)
 
 
+def _still_machine(monkeypatch) -> None:
+    """The machine's probes stand still under a fast clock (seconds of reprobing otherwise): a
+    test's numbers for the bandwidth, and no kernel retimed when a run beats the roofline."""
+    from archscope.hardware import kernels
+
+    monkeypatch.setattr(roofline, "calibrate", lambda device="cpu", dtype="fp32", seconds=0.3:
+                        roofline.Hardware("local-cpu", {dtype: 1e11}, 2e10, "a test's numbers"))
+    monkeypatch.setattr(kernels, "retime", lambda: None)
+
+
 @pytest.mark.slow
 def test_profile_reports_no_rate_above_the_wall_it_measured(run_cli, spec_file, monkeypatch):
     monkeypatch.setattr(timed, "time", _fast_clock())  # both models' stopwatch, not calibrate's
     monkeypatch.setattr(limits, "largest_cache_bytes", lambda: 0)  # as if it outgrew the caches
+    _still_machine(monkeypatch)
     code, out, err = run_cli("profile", spec_file, *RUN, "--compare-hf", "--format", "json")
     assert code == 0, err
     r = json.loads(out)
@@ -162,6 +173,7 @@ def test_a_model_that_fits_the_cache_has_no_wall(run_cli, spec_file, monkeypatch
     rejected, and no bandwidth limit is stated."""
     monkeypatch.setattr(timed, "time", _fast_clock())
     monkeypatch.setattr(limits, "largest_cache_bytes", lambda: 1 << 40)
+    _still_machine(monkeypatch)
     code, out, err = run_cli("profile", spec_file, *RUN, "--format", "json")
     assert code == 0, err
     r = json.loads(out)
