@@ -176,3 +176,33 @@ def ours_loads_there(spec: ModelSpec, folder, ids: torch.Tensor) -> float:
     mine, _ = load_checkpoint(folder)
     with torch.no_grad():
         return max_diff(mine(ids), theirs(ids).logits)
+
+
+def counted_flops(run) -> int:
+    """FlopCounterMode's count of `run()` (no grad), attention on SDPA's math backend: on a CPU
+    the fused kernel GQA's `enable_gqa` selects has no FLOP formula and would count zero."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        run()
+    return counter.get_total_flops()
+
+
+def uncounted_solves(spec: ModelSpec, tokens: int = 10) -> int:
+    """The chunked delta rule's triangular solves (kinds/gated_deltanet.py's ut_solve), one
+    sequence: real multiply-adds that FlopCounterMode has no rule for, so it counts none."""
+    from archscope.kinds import mixer_kind
+
+    return sum(mixer_kind(layer.state.kind).scan_flops(layer.state, tokens).get("ut_solve", 0)
+               for layer in spec.plan if layer.state is not None)
+
+
+def reference_experts(model) -> None:
+    """Routed experts on their reference loop (one F.linear per expert): the sorted path's
+    grouped_mm has no FLOP formula, and its padded-bmm fallback computes padding too."""
+    from archscope.nn.moe import RoutedExperts
+
+    for module in model.modules():
+        if isinstance(module, RoutedExperts):
+            module.path = "reference"

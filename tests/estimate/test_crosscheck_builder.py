@@ -24,7 +24,7 @@ if not hasattr(nn, "build_model"):
     pytest.skip("archscope.nn.build_model is not there yet", allow_module_level=True)
 from archscope.measure.counted import module_table_differences  # noqa: E402
 from archscope.nn.mla import set_mla_decode_form  # noqa: E402
-from archscope.nn.moe import RoutedExperts  # noqa: E402
+from parity import counted_flops, reference_experts, uncounted_solves  # noqa: E402
 
 MLA_PRESETS = [n for n in preset_names() if load_spec(n).attention.kind == "mla"]
 BATCH, PROMPT = 2, 10
@@ -37,30 +37,10 @@ def build_or_skip(spec, device: str, mla_decode_form: str | None = None):
         if "no builder" in str(err):
             pytest.skip(str(err))
         raise
-    for module in model.modules():
-        if isinstance(module, RoutedExperts):
-            module.path = "reference"  # experts: the countable reference loop
+    reference_experts(model)
     if mla_decode_form is not None:
         set_mla_decode_form(model, mla_decode_form)
     return model
-
-
-def counted_flops(run) -> int:
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.utils.flop_counter import FlopCounterMode
-
-    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
-        run()
-    return counter.get_total_flops()
-
-
-def uncounted_solves(spec, tokens: int = PROMPT) -> int:
-    """The chunked delta rule's triangular solves (kinds/gated_deltanet.py's ut_solve), one
-    sequence: real multiply-adds that FlopCounterMode has no rule for, so it counts none."""
-    from archscope.kinds import mixer_kind
-
-    return sum(mixer_kind(layer.state.kind).scan_flops(layer.state, tokens).get("ut_solve", 0)
-               for layer in spec.plan if layer.state is not None)
 
 
 def prompt(spec, length: int = PROMPT):

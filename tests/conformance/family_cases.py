@@ -1,0 +1,186 @@
+"""The family cases of the conformance suite: one tiny config.json per transformers family (on
+top of its class's defaults), run through the standard checks in test_families.py. A family's
+quirks (a documented FLOP difference, a buffer to randomise) are data here; its own test file
+keeps only what no other family has.
+
+Sizes are small and odd where it helps (vocabulary 97: a wrong split shows), windows and chunks
+shorter than the prompt plus the decode steps (the cached decode crosses them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+# shapes most cases share: 2 layers, width 64, 4 query and 2 KV heads of 16
+SHAPE = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+             max_position_embeddings=64, tie_word_embeddings=False)
+NO_IDS = dict(bos_token_id=None, eos_token_id=None, pad_token_id=None)  # defaults beyond 97
+
+
+@dataclass(frozen=True)
+class FamilyCase:
+    model_type: str  # what the config.json says
+    config: dict  # its keys (on top of the class's defaults)
+    name: str = ""  # the test id (default: model_type)
+    hf_type: str | None = None  # the registered type whose class builds it (kimi_k2's)
+    text_config: bool = False  # a multimodal wrapper: its text model is built and compared
+    tolerance: float = 1e-4
+    # the cached decode's, where a recurrent state sums in another order than the reference's
+    # chunked scan (transformers' full-sequence forward) and rounding grows along the steps
+    decode_tolerance: float = 1e-4
+    # estimated prefill FLOPs less what FlopCounterMode counts over transformers' eager model,
+    # where the two differ by design: (spec, batch, tokens) -> FLOPs
+    flops_gap: Callable | None = None
+    prepare: Callable | None = None  # changes transformers' model before its weights are copied
+    notes: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.name or self.model_type
+
+
+def random_correction_bias(hf) -> None:
+    """DeepSeek-V3's and GLM-4.5's selection-only e_score_correction_bias, random (zero, it
+    would change no choice)."""
+    generator = torch.Generator().manual_seed(7)
+    for name, b in hf.named_buffers():
+        if name.endswith("e_score_correction_bias"):
+            b.copy_(0.5 * torch.randn(b.shape, generator=generator))
+
+
+def dropped_conv_outputs(layers_of_spec: Callable) -> Callable:
+    """transformers' causal conv (Mamba-2, Gated DeltaNet) pads K-1 columns on both ends and
+    keeps T of its T+K-1 outputs: per such layer 2 * batch * conv_dim * K * (K - 1) FLOPs the
+    estimate does not count (tests/nn/test_mamba2_mixer.py::test_flops)."""
+    def gap(spec, batch: int, tokens: int) -> int:
+        m = spec.mixer
+        return -layers_of_spec(spec) * 2 * batch * m.conv_dim * m.conv_kernel * (m.conv_kernel - 1)
+    return gap
+
+
+def _mamba_layers(spec) -> int:
+    return sum(layer.state is not None for layer in spec.plan)
+
+
+def _qwen3_next_gap(spec, batch: int, tokens: int) -> int:
+    """Per DeltaNet layer and sequence: the estimate's chunked triangular solve (transformers'
+    torch path runs it as a row loop the counter does not see) less the conv's dropped outputs
+    (tests/nn/test_qwen3_next.py)."""
+    from archscope.kinds import gated_deltanet as gdn
+
+    m = spec.mixer
+    padded = 2 * (m.conv_kernel - 1) * m.conv_kernel * m.conv_dim
+    return _mamba_layers(spec) * batch * (gdn.prefill_flops(m, spec.d_model, tokens)["ut_solve"]
+                                          - padded)
+
+
+def _every_expert_runs(spec, batch: int, tokens: int) -> int:
+    """transformers' Llama4TextExperts runs every expert on every token (the unchosen ones on a
+    zero-weighted input); the estimate counts top_k (tests/nn/test_llama4.py)."""
+    gap = 0
+    for layer in spec.plan:
+        if layer.is_moe:
+            f = layer.ffn
+            gap -= (f.n_experts - f.top_k) * 2 * batch * tokens * 3 * spec.d_model * f.d_expert
+    return gap
+
+
+_MLA = dict(q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8,
+            v_head_dim=16)
+_DEEPSEEK = dict({k: v for k, v in SHAPE.items() if k != "head_dim"}, **_MLA,
+                 num_key_value_heads=4, moe_intermediate_size=32,
+                 n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+                 first_k_dense_replace=1, n_group=2, topk_group=1, routed_scaling_factor=1.5)
+_MAMBA = dict(mamba_n_heads=4, mamba_d_head=32, mamba_expand=2, mamba_d_state=8,
+              mamba_n_groups=2, mamba_d_conv=4, mamba_chunk_size=8)
+
+FAMILY_CASES = [
+    FamilyCase("llama", dict(SHAPE, attention_bias=True, mlp_bias=True)),
+    FamilyCase("llama", dict(SHAPE, tie_word_embeddings=True,
+                             rope_parameters={"rope_type": "llama3", "rope_theta": 5e5,
+                                              "factor": 8.0, "low_freq_factor": 1.0,
+                                              "high_freq_factor": 4.0,
+                                              "original_max_position_embeddings": 16}),
+               name="llama-tied-llama3-rope"),
+    FamilyCase("mistral", dict(SHAPE, sliding_window=6)),
+    FamilyCase("mixtral", dict(SHAPE, num_local_experts=4, num_experts_per_tok=2,
+                               sliding_window=None)),
+    FamilyCase("qwen2", dict(SHAPE, use_sliding_window=True, sliding_window=6,
+                             max_window_layers=1)),
+    FamilyCase("qwen3", dict(SHAPE)),
+    FamilyCase("qwen3_moe", dict(SHAPE, num_experts=4, num_experts_per_tok=2,
+                                 moe_intermediate_size=32, decoder_sparse_step=1,
+                                 mlp_only_layers=[0], norm_topk_prob=True)),
+    FamilyCase("olmo2", dict(SHAPE)),
+    FamilyCase("smollm3", dict(SHAPE, no_rope_layer_interval=2, **NO_IDS)),
+    FamilyCase("phi3", dict(SHAPE, sliding_window=6, **NO_IDS)),
+    FamilyCase("granite", dict(SHAPE, embedding_multiplier=4.0, attention_multiplier=0.2,
+                               residual_multiplier=0.5, logits_scaling=2.0)),
+    FamilyCase("granitemoe", dict(SHAPE, num_local_experts=4, num_experts_per_tok=2,
+                                  embedding_multiplier=4.0, attention_multiplier=0.2,
+                                  residual_multiplier=0.5, logits_scaling=2.0)),
+    FamilyCase("granitemoehybrid", dict(SHAPE, **_MAMBA, num_hidden_layers=3,
+                                        layer_types=["mamba", "attention", "mamba"],
+                                        shared_intermediate_size=96, num_local_experts=4,
+                                        num_experts_per_tok=2, position_embedding_type="rope",
+                                        embedding_multiplier=4.0, attention_multiplier=0.2,
+                                        residual_multiplier=0.5, logits_scaling=2.0, **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
+    FamilyCase("bamba", dict(SHAPE, **_MAMBA, num_hidden_layers=3, attn_layer_indices=[1],
+                             **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
+    FamilyCase("deepseek_v2", dict(_DEEPSEEK, topk_method="greedy")),
+    FamilyCase("deepseek_v3", dict(_DEEPSEEK), prepare=random_correction_bias),
+    FamilyCase("kimi_k2", dict(_DEEPSEEK), hf_type="deepseek_v3", prepare=random_correction_bias),
+    FamilyCase("glm4_moe", dict(SHAPE, moe_intermediate_size=32, n_routed_experts=4,
+                                num_experts_per_tok=2, n_shared_experts=1,
+                                first_k_dense_replace=1, n_group=2, topk_group=1,
+                                use_qk_norm=True, attention_bias=True),
+               prepare=random_correction_bias),
+    FamilyCase("gpt_oss", dict(SHAPE, num_local_experts=4, num_experts_per_tok=2,
+                               sliding_window=6, layer_types=["sliding_attention",
+                                                              "full_attention"])),
+    FamilyCase("gemma3_text", dict(SHAPE, sliding_window=6, query_pre_attn_scalar=16,
+                                   layer_types=["sliding_attention", "full_attention"])),
+    FamilyCase("gemma3", dict(text_config=dict(SHAPE, sliding_window=6, query_pre_attn_scalar=16,
+                                               layer_types=["sliding_attention",
+                                                            "full_attention"]),
+                              vision_config=dict(hidden_size=16, intermediate_size=32,
+                                                 num_hidden_layers=1, num_attention_heads=2,
+                                                 image_size=28, patch_size=14),
+                              mm_tokens_per_image=4, tie_word_embeddings=False),
+               text_config=True),
+    FamilyCase("llama4_text", dict(SHAPE, intermediate_size_mlp=96, num_local_experts=4,
+                                   num_experts_per_tok=1, interleave_moe_layer_step=2,
+                                   attention_chunk_size=4, no_rope_layer_interval=2, **NO_IDS),
+               flops_gap=_every_expert_runs),
+    FamilyCase("llama4", dict(text_config=dict(SHAPE, intermediate_size_mlp=96,
+                                               num_local_experts=4, num_experts_per_tok=1,
+                                               interleave_moe_layer_step=2,
+                                               attention_chunk_size=4,
+                                               no_rope_layer_interval=2, **NO_IDS),
+                              vision_config=dict(hidden_size=32, intermediate_size=64,
+                                                 num_hidden_layers=1, num_attention_heads=2,
+                                                 image_size=28, patch_size=14,
+                                                 vision_output_dim=32, projector_input_dim=32,
+                                                 projector_output_dim=32),
+                              tie_word_embeddings=False),
+               text_config=True, flops_gap=_every_expert_runs),
+    FamilyCase("gpt2", dict(vocab_size=97, n_embd=64, n_layer=2, n_head=4, n_positions=64,
+                            n_inner=96)),
+    FamilyCase("nemotron_h", dict(SHAPE, hybrid_override_pattern="M*-", mamba_num_heads=4,
+                                  mamba_head_dim=16, ssm_state_size=8, n_groups=2,
+                                  conv_kernel=4, chunk_size=8),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
+    FamilyCase("qwen3_next", dict(SHAPE, num_hidden_layers=4, num_experts=4,
+                                  num_experts_per_tok=2, moe_intermediate_size=32,
+                                  shared_expert_intermediate_size=48, linear_num_key_heads=2,
+                                  linear_num_value_heads=4, linear_key_head_dim=8,
+                                  linear_value_head_dim=8, linear_conv_kernel_dim=4,
+                                  full_attention_interval=2),
+               flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
+]

@@ -1,0 +1,61 @@
+"""The kind cases of the conformance suite: one tiny spec per component kind (and per variant of
+a kind that changes its parts, cache or FLOPs), run through the builder, the estimators and
+`show --verify` in test_kinds.py. A new kind adds a line here."""
+
+from __future__ import annotations
+
+from archscope.spec import ModelSpec
+from archscope.spec.fields import from_mapping
+from archscope.spec.loader import deep_merge
+
+BASE = {"name": "tiny", "source": "test", "vocab_size": 96, "d_model": 32, "n_layers": 2,
+        "max_seq_len": 64, "norm": {"kind": "rmsnorm", "eps": 1e-5},
+        "position": {"kind": "rope", "theta": 10000.0},
+        "attention": {"kind": "gqa", "n_heads": 4, "n_kv_heads": 2, "head_dim": 8},
+        "ffn": {"kind": "swiglu", "d_ff": 48}}
+_MLA = {"kind": "mla", "n_heads": 4, "q_lora_rank": 16, "kv_lora_rank": 12,
+        "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 6}
+_MOE = {"kind": "moe", "n_experts": 4, "top_k": 2, "d_expert": 16}
+_MAMBA2 = {"kind": "mamba2", "n_heads": 4, "head_dim": 8, "d_state": 8, "n_groups": 2,
+           "conv_kernel": 4, "chunk_size": 4}
+_GDN = {"kind": "gated_deltanet", "n_key_heads": 2, "n_value_heads": 4, "key_head_dim": 8,
+        "value_head_dim": 8, "conv_kernel": 4}
+
+# id -> changes deep-merged over BASE (a mapping with a new `kind` replaces the old one)
+KIND_CASES = {
+    "gqa": {},
+    "gqa-mha-bias-tied": {"attention": {"n_kv_heads": 4, "bias": True}, "tie_embeddings": True},
+    "gqa-window": {"attention": {"window": 6}},
+    "gqa-qk-norm-head": {"attention": {"qk_norm": "head"}},
+    "gqa-qk-norm-full": {"attention": {"qk_norm": "full"}, "norm": {"position": "output"}},
+    "gqa-sinks": {"attention": {"sinks": True, "bias": True}},
+    "gqa-output-gate-partial-rope": {"attention": {"output_gate": True, "rotary_fraction": 0.5}},
+    "gqa-chunk-l2-interleaved": {"attention": {"chunk": 4, "qk_norm": "l2"},
+                                 "position": {"interleaved": True}},
+    "gqa-fused": {"attention": {"fused_qkv": True}, "ffn": {"fused_gate_up": True}},
+    "gqa-nope-layer": {"layers": [{"select": [1], "attention": {"rope": False}}]},
+    "mla": {"attention": _MLA},
+    "mla-no-q-lora": {"attention": {**_MLA, "q_lora_rank": None}},
+    "mlp-learned-layernorm": {"position": {"kind": "learned"},
+                              "norm": {"kind": "layernorm", "eps": 1e-5},
+                              "ffn": {"kind": "mlp", "d_ff": 64, "activation": "gelu_tanh",
+                                      "bias": True}},
+    "geglu-sandwich": {"ffn": {"kind": "geglu", "d_ff": 48, "activation": "gelu_tanh"},
+                       "norm": {"position": "sandwich", "unit_offset": True}},
+    "relu2": {"ffn": {"kind": "relu2", "d_ff": 64}},
+    "moe": {"ffn": _MOE},
+    "moe-shared-sigmoid": {"ffn": {**_MOE, "n_shared_experts": 1,
+                                   "router": {"method": "noaux_tc", "scoring": "sigmoid",
+                                              "correction_bias": True, "n_group": 2,
+                                              "topk_group": 1}}},
+    "mamba2-hybrid": {"mixer": _MAMBA2, "position": {"kind": "none"},
+                      "layers": [{"select": [1], "mixer": "attention"}]},
+    "gated-deltanet-hybrid": {"mixer": _GDN,
+                              "layers": [{"select": [1], "mixer": "attention"}]},
+    "multipliers": {"multipliers": {"embedding": 4.0, "attention": 0.25, "residual": 0.5,
+                                    "logits": 2.0}},
+}
+
+
+def kind_spec(case: str) -> ModelSpec:
+    return from_mapping(ModelSpec, {**deep_merge(BASE, KIND_CASES[case]), "name": case})

@@ -1,0 +1,173 @@
+"""The conformance suite of the families: every family case (family_cases.py) through the same
+standard checks against transformers' own class built from the same config.json:
+
+- parameters on the meta device: transformers' class = the estimate = archscope's build;
+- active parameters: the estimate = the built modules less the routed experts a token skips;
+- prefill logits on the same weights (fp32, under the case's tolerance);
+- 12+ cached decode steps that cross any window or chunk, against the full-sequence logits;
+- the cache: what archscope's holds after a real prefill = the estimate (per-token KV and a
+  hybrid's per-sequence state);
+- prefill FLOPs: FlopCounterMode over transformers' eager model = the estimate (full attention
+  squares), less any difference the case documents;
+- the config round trip: the spec written as a config.json, through transformers, reads back as
+  the same network;
+- a checkpoint archscope writes loads back into archscope and into transformers' class, with the
+  same logits.
+
+The archscope side starts from the config.json alone (archscope/spec/families/ reads it); the
+weights go through the family's weight names.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+
+import pytest
+import torch
+import transformers
+
+from archscope.estimate import count_params, kv_cache_bytes, prefill_flops
+from archscope.estimate.state import state_bytes
+from archscope.nn import build_model
+from archscope.spec import load_spec, with_overrides
+from archscope.spec.families.registry import find
+from archscope.weights import hf_to_ours, table_for
+from family_cases import FAMILY_CASES, FamilyCase
+from hf_configs import network, through_transformers
+from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes, max_diff,
+                    ours_loads_there)
+
+BATCH, PREFILL, STEPS = 2, 5, 13  # 13 cached decode steps after a 5-token prefill
+T = PREFILL + STEPS
+
+
+@dataclass
+class Built:
+    case: FamilyCase
+    spec: object
+    hf: object  # transformers' model (the text model of a wrapper)
+    ours: object
+    ids: torch.Tensor
+    reference: torch.Tensor  # transformers' logits for `ids`
+
+
+def _config(case: FamilyCase):
+    return transformers.AutoConfig.for_model(case.hf_type or case.model_type, **case.config)
+
+
+def _written(case: FamilyCase, folder) -> None:
+    """The case's config.json in `folder`, as transformers saves it (model_type as the file
+    says: kimi_k2's is not a type transformers registers)."""
+    _config(case).save_pretrained(folder)
+    path = folder / "config.json"
+    data = json.loads(path.read_text())
+    data["model_type"] = case.model_type
+    path.write_text(json.dumps(data))
+
+
+def _randomised(model, seed: int = 0, std: float = 0.2):
+    """Random weights far from trivial (norms near 1), so a wrong mask, scale or rotation shows
+    up well above the tolerance."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            scale = 0.1 if "norm" in name or "ln_" in name else std
+            p.copy_((1 if scale == 0.1 else 0) + scale * torch.randn(p.shape, generator=generator))
+    return model.eval()
+
+
+def _text_type(case: FamilyCase) -> str:
+    """The model_type whose weight names the compared model uses (a wrapper's text model's)."""
+    return _config(case).text_config.model_type if case.text_config else case.model_type
+
+
+@pytest.fixture(scope="module", params=FAMILY_CASES, ids=lambda c: c.id)
+def built(request, tmp_path_factory) -> Built:
+    case = request.param
+    folder = tmp_path_factory.mktemp(case.id)
+    _written(case, folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # keys the file lacks: transformers' defaults, noted
+        spec = load_spec(folder)
+    config = _config(case)
+    config = config.text_config if case.text_config else config
+    hf = _randomised(transformers.AutoModelForCausalLM.from_config(
+        config, attn_implementation="eager"))
+    if case.prepare is not None:
+        with torch.no_grad():
+            case.prepare(hf)
+    ours = build_model(spec)
+    shapes = {k: v.shape for k, v in ours.state_dict().items()}
+    mapped, unmatched = hf_to_ours(table_for(_text_type(case)), hf.state_dict(), shapes)
+    assert not unmatched, f"no weight-name rule for {unmatched}"
+    ours.load_state_dict(mapped, strict=True)
+    ids = torch.randint(0, spec.vocab_size, (BATCH, T), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        reference = hf(ids).logits
+    return Built(case, spec, hf, ours.eval(), ids, reference)
+
+
+def test_the_family_reads_its_own_config(built):
+    family = find(built.case.model_type)
+    assert family is not None and family.read is not None
+    assert built.spec.vocab_size == _config(built.case).get_text_config().vocab_size
+
+
+def test_parameters_on_meta_equal_transformers(built):
+    config = _config(built.case)
+    with torch.device("meta"):
+        theirs = transformers.AutoModelForCausalLM.from_config(
+            config.text_config if built.case.text_config else config)
+    counted = sum(p.numel() for p in build_model(built.spec, device="meta").parameters())
+    assert count_params(built.spec).total == counted == sum(p.numel() for p in theirs.parameters())
+
+
+def test_active_parameters_equal_the_built_modules(built):
+    assert count_params(built.spec).active == active_params_from_modules(built.ours)
+
+
+def test_prefill_logits_equal_transformers(built):
+    with torch.no_grad():
+        assert max_diff(built.ours(built.ids), built.reference) < built.case.tolerance
+
+
+def test_cached_decode_equals_transformers(built):
+    decoded = decode_stepwise(built.ours, built.ids, prefill=PREFILL)
+    assert max_diff(decoded, built.reference) < built.case.decode_tolerance
+
+
+def test_the_cache_after_a_real_prefill_holds_the_estimate(built):
+    spec, ours, ids = built.spec, built.ours, built.ids
+    assert held_cache_bytes(ours, ids, 2 * T) == kv_cache_bytes(spec, T, BATCH, "fp32")
+    cache = ours.new_cache(BATCH, 2 * T)
+    with torch.no_grad():
+        ours(ids, cache)
+    assert cache.state_nbytes() == state_bytes(spec, BATCH, "fp32")
+
+
+def test_prefill_flops_equal_transformers_eager(built):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec, tokens = built.spec, 10
+    moe = any(layer.is_moe for layer in spec.plan)
+    eager = transformers.AutoModelForCausalLM.from_config(
+        built.hf.config, attn_implementation="eager",
+        **({"experts_implementation": "eager"} if moe else {})).eval()
+    ids = built.ids[:, :tokens]
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        eager(ids)
+    gap = built.case.flops_gap(spec, BATCH, tokens) if built.case.flops_gap else 0
+    assert prefill_flops(spec, tokens, batch=BATCH, attention="full").total - gap == \
+        counter.get_total_flops()
+
+
+def test_the_config_round_trips_through_transformers(built, tmp_path):
+    assert network(through_transformers(built.spec, tmp_path)) == network(built.spec)
+
+
+def test_a_written_checkpoint_loads_here_and_in_transformers(built, tmp_path):
+    """make-checkpoint's writer, with a vocabulary its byte-level tokenizer fits in."""
+    spec = with_overrides(built.spec, ["vocab_size=300"])
+    assert ours_loads_there(spec, tmp_path / "ckpt", built.ids[:, :8]) < built.case.tolerance
