@@ -90,7 +90,7 @@ def _sublayer_norms(d: int, norm_spec: NormSpec, sublayer: str) -> list[Part]:
     named as its slot's module (input_layernorm, ...)."""
     slots = NORM_SLOTS[norm_spec.position]
     return [norm("norms", d, norm_spec.has_bias, module=slots[slot],
-                 module_type=NORM_MODULES[norm_spec.kind])
+                 module_type=NORM_MODULES[norm_spec.kind], weight=norm_spec.has_weight)
             for slot in SUBLAYER_SLOTS[sublayer] if slot in slots]
 
 
@@ -166,17 +166,20 @@ def embedding_parts(spec: ModelSpec) -> list[Part]:
 
 
 def head_parts(spec: ModelSpec) -> list[Part]:
-    """Final norm (not after a post-norm stack) and lm_head (its params count 0 when tied; its matmul stays)."""
-    return list(_head_parts(spec.d_model, spec.vocab_size, spec.norm, spec.tie_embeddings))
+    """Final norm (not after a post-norm stack) and lm_head (its weight counts 0 when tied, its
+    bias, Phi-2's, never; its matmul stays)."""
+    return list(_head_parts(spec.d_model, spec.vocab_size, spec.norm, spec.tie_embeddings,
+                            spec.lm_head.bias))
 
 
 @functools.lru_cache(maxsize=1024)  # as _layer_parts: every estimator asks, variants repeat
-def _head_parts(d: int, vocab: int, norm_spec: NormSpec, tied: bool) -> tuple[Part, ...]:
-    final = norm("final_norm", d, norm_spec.has_bias)
+def _head_parts(d: int, vocab: int, norm_spec: NormSpec, tied: bool,
+                bias: bool) -> tuple[Part, ...]:
+    final = norm("final_norm", d, norm_spec.has_bias, weight=norm_spec.has_weight)
     if norm_spec.position == "post":
         final = replace(final, params=0)
-    head = linear("lm_head", d, vocab)
-    return (final, replace(head, params=0) if tied else head)
+    head = linear("lm_head", d, vocab, bias=bias)
+    return (final, replace(head, params=vocab if bias else 0) if tied else head)
 
 
 def model_parts(spec: ModelSpec) -> list[Part]:

@@ -57,11 +57,11 @@ def linear(name: str, d_in: int, d_out: int, bias: bool = False, module: str | N
 
 
 def norm(name: str, size: int, bias: bool = False, module: str | None = None,
-         module_type: str = "RMSNorm") -> Part:
-    """RMSNorm(size) has a weight; LayerNorm(size) a weight and, usually, a bias. Its module is
-    named as `linear` names one."""
+         module_type: str = "RMSNorm", weight: bool = True) -> Part:
+    """RMSNorm(size) has a weight; LayerNorm(size) a weight and, usually, a bias; a norm
+    without a weight (norm.weight false) neither. Its module is named as `linear` names one."""
     module = name.rsplit(".", 1)[-1] if module is None else module
-    names = ("weight", "bias") if bias else ("weight",)
+    names = ("weight", "bias") if bias else ("weight",) if weight else ()
     return Part(name, size * len(names),
                 weights=tuple(Weight(module, module_type, n, (size,)) for n in names))
 

@@ -65,6 +65,8 @@ def qk_text(attn, lead: str = ", ") -> str:
     text += lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
     text += lead + "attention sinks" if attn.sinks else ""
     text += lead + "sigmoid output gate" if attn.output_gate else ""
+    text += f"{lead}logits soft-capped at {attn.softcap:g}" if attn.softcap else ""
+    text += f"{lead}q, k, v clipped to ±{attn.clip_qkv:g}" if attn.clip_qkv else ""
     return text + (lead + "fused qkv_proj" if attn.fused_qkv else "")
 
 

@@ -4,8 +4,9 @@ on half-split or adjacent pairs (position.interleaved, Llama 4) and on part of e
 (attention.rotary_fraction, GLM-4.5), an optional norm of q and k (QK-norm: RMSNorm per head as
 in Qwen3, full width as in OLMo 2, before RoPE; Llama 4's weightless l2 per head, after RoPE),
 Llama 4's temperature tuning of q on NoPE layers, q, k and v from one fused projection or three
-(Phi-3's qkv_proj, Llama's q/k/v_proj), and optional attention sinks (gpt-oss: a learned logit
-per head in the softmax's denominator)."""
+(Phi-3's qkv_proj, Llama's q/k/v_proj), optional attention sinks (gpt-oss: a learned logit
+per head in the softmax's denominator), a soft cap on the logits (Gemma 2) and q/k/v clamped
+(OLMo's clip_qkv)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ class L2Norm(nn.Module):
 
 
 def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gqa: bool,
-           chunk: int | None = None, sinks: torch.Tensor | None = None):
+           chunk: int | None = None, sinks: torch.Tensor | None = None,
+           softcap: float | None = None):
     """SDPA over q [B,H,T,D] and k/v [B,Hkv,S,D] for queries at positions start..start+T-1.
 
     Decides the mask: none for a single query over exactly the cache slots it sees, `is_causal`
@@ -41,16 +43,17 @@ def attend(q, k, v, *, start: int, key_pos, window: int | None, scale: float, gq
     query is `one_query`'s, not SDPA's. `start` may be a device tensor (a fixed-shape decode
     step reading every slot; `key_pos` then marks the valid ones).
     `gqa`: k/v have fewer heads than q. A static flag from the module, not read off the shapes,
-    so that tracing (fvcore, torch.jit) sees a Python bool. `sinks` [H]: see `attend_with_sinks`.
+    so that tracing (fvcore, torch.jit) sees a Python bool. `sinks` [H] and `softcap`: see
+    `attend_explicitly`.
     """
     n_q = q.shape[2]
-    if sinks is not None:  # the same masks, one softmax that SDPA has no argument for
+    if sinks is not None or softcap is not None:  # the same masks; SDPA has no argument for it
         mask = None
         if n_q > 1 or key_pos is not None:
             query_pos = torch.arange(n_q, device=q.device) + start
             mask = attention_mask(query_pos, query_pos if key_pos is None else key_pos, window,
                                   chunk)
-        return attend_with_sinks(q, k, v, mask, scale, sinks, gqa)
+        return attend_explicitly(q, k, v, mask, scale, gqa, sinks, softcap)
     if n_q == 1 and q.device.type == "cpu":  # a decode step (see one_query)
         mask = None
         if key_pos is not None:
@@ -86,17 +89,24 @@ def one_query(q, k, v, scale: float, mask=None):
     return (weights @ v.float()).to(v.dtype).reshape(b, heads, 1, v.shape[-1])
 
 
-def attend_with_sinks(q, k, v, mask, scale: float, sinks: torch.Tensor, gqa: bool):
-    """Attention whose softmax has one more logit per head, `sinks[h]`, with no value: it only
-    enlarges the denominator, so a head may attend to nothing (gpt-oss). Written out because
-    SDPA takes no such term; the matmuls are SDPA's (q.k over every key, the weights times v),
-    so FLOPs are unchanged. `mask` [T, S] bool (True: may attend) or None (every key)."""
+def attend_explicitly(q, k, v, mask, scale: float, gqa: bool, sinks: torch.Tensor | None = None,
+                      softcap: float | None = None):
+    """Attention written out, for what SDPA takes no argument for: `softcap` caps the scaled
+    logits at cap * tanh(scores / cap) before the mask (Gemma 2); `sinks` [H] adds one more
+    logit per head to the softmax, with no value: it only enlarges the denominator, so a head
+    may attend to nothing (gpt-oss). The matmuls are SDPA's (q.k over every key, the weights
+    times v), so FLOPs are unchanged. `mask` [T, S] bool (True: may attend) or None (every
+    key)."""
     if gqa:  # each key/value head serves a group of query heads
         group = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     scores = (q @ k.transpose(-1, -2)).float() * scale
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
+    if sinks is None:
+        return scores.softmax(dim=-1).to(v.dtype) @ v
     sink = sinks.float().view(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
     weights = torch.cat((scores, sink), dim=-1).softmax(dim=-1)[..., :-1]
     return weights.to(v.dtype) @ v
@@ -142,6 +152,7 @@ class GQAAttention(nn.Module):
                        apply_rope if attn.rotary_dim == hd else apply_partial_rope)
         self.temperature = (attn.temperature_floor, attn.temperature_scale)
         self.sinks = nn.Parameter(torch.empty(h)) if attn.sinks else None  # gpt-oss's
+        self.softcap, self.clip = attn.softcap, attn.clip_qkv  # Gemma 2's; OLMo's, DBRX's
 
     def _heads(self, y, heads: int, norm: nn.Module, width: int):
         """[B, T, heads*head_dim] -> [B, heads, T, head_dim], normed in groups of `width`."""
@@ -158,6 +169,8 @@ class GQAAttention(nn.Module):
     def forward(self, x, rope, start: int, cache: LayerCache | None):
         b, t, _ = x.shape
         q, k, v = self.project(x)
+        if self.clip is not None:
+            q, k, v = (y.clamp(-self.clip, self.clip) for y in (q, k, v))
         if self.gated:
             q, gate = q.view(b, t, self.n_heads, 2, self.head_dim).unbind(3)
             q = q.reshape(b, t, -1)
@@ -175,7 +188,8 @@ class GQAAttention(nn.Module):
             kv, key_pos = cache.append({"k": k, "v": v}, start)
             k, v = kv["k"], kv["v"]
         out = attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale,
-                     gqa=self.n_kv_heads != self.n_heads, chunk=self.chunk, sinks=self.sinks)
+                     gqa=self.n_kv_heads != self.n_heads, chunk=self.chunk, sinks=self.sinks,
+                     softcap=self.softcap)
         out = out.transpose(1, 2).reshape(b, t, -1)
         if self.gated:
             out = out * torch.sigmoid(gate.reshape(b, t, -1))

@@ -22,7 +22,9 @@ from archscope.spec.schema import LayerPlan, ModelSpec
 class Block(nn.Module):
     """One decoder layer: a mixer sublayer (attention under `self_attn`, a state mixer under
     `mixer`) and an FFN sublayer (`mlp`), each with its norms and residual. A layer may lack
-    one of the two (Nemotron-H's MLP-only and mixer-only layers): its norms go with it."""
+    one of the two (Nemotron-H's MLP-only and mixer-only layers): its norms go with it. A
+    parallel block (norm.position parallel) feeds one normed input to both and adds both
+    outputs to the residual."""
 
     def __init__(self, spec: ModelSpec, layer: LayerPlan):
         super().__init__()
@@ -45,9 +47,14 @@ class Block(nn.Module):
             norms(*SUBLAYER_SLOTS["ffn"])
             self.mlp = ffn_module(spec, layer.ffn)
         self.residual_scale = unless_one(spec.mults.residual)
+        self.parallel = spec.norm.position == "parallel"  # every layer has both (the spec checks)
 
     def forward(self, x, rope, start: int, cache):
         n = self.slot
+        if self.parallel:  # x + attn(n(x)) + mlp(n(x)): one norm, the FFN beside attention
+            h = n["attn_in"](x)
+            mixed = getattr(self, self.mixer_name)(h, rope, start, cache)
+            return x + self._scaled(mixed) + self._scaled(self.mlp(h))
         if self.mixer_name:
             mixed = getattr(self, self.mixer_name)(n["attn_in"](x), rope, start, cache)
             x = n["attn_sum"](x + self._scaled(n["attn_out"](mixed)))
@@ -98,10 +105,11 @@ class DecoderLM(nn.Module):
         self.layers = nn.ModuleList(Block(spec, layer) for layer in spec.plan)
         # a post-norm stack already ends on a norm; pre- and output-norm ones add a final one
         self.norm = make_norm(spec.norm, d) if spec.norm.position != "post" else nn.Identity()
-        self.lm_head = Linear(d, spec.vocab_size, bias=False)
+        self.lm_head = Linear(d, spec.vocab_size, bias=spec.lm_head.bias)  # Phi-2's has one
         self.tie_weights()
         self.embedding_scale = unless_one(spec.mults.embedding)
         self.logits_scale = unless_one(spec.mults.logits)
+        self.logits_softcap = spec.lm_head.softcap  # Gemma 2's final_logit_softcapping
 
     def tie_weights(self) -> None:
         if self.spec.tie_embeddings:
@@ -136,7 +144,11 @@ class DecoderLM(nn.Module):
         if last_only:
             x = x[:, -1:]
         logits = self.lm_head(self.norm(x))
-        return logits if self.logits_scale is None else logits / self.logits_scale
+        if self.logits_scale is not None:
+            logits = logits / self.logits_scale
+        if self.logits_softcap is not None:  # cap * tanh(logits / cap), as transformers does
+            logits = torch.tanh(logits / self.logits_softcap) * self.logits_softcap
+        return logits
 
     def cover_positions(self, n: int) -> None:
         """Compute the RoPE tables for positions 0 .. n-1 now, in the dtype forward uses."""

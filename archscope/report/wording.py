@@ -16,7 +16,8 @@ NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
 SCALING_NAMES = {"llama3": "llama3", "yarn": "YaRN", "linear": "linear"}
 # what a norm's position makes of a sublayer f (attention, a state mixer or the FFN) on x
 NORM_FORMULAS = {"pre": "x + f(Norm(x))", "post": "Norm(x + f(x))", "output": "x + Norm(f(x))",
-                 "sandwich": "x + Norm₂(f(Norm₁(x)))"}
+                 "sandwich": "x + Norm₂(f(Norm₁(x)))",
+                 "parallel": "x + attn(Norm(x)) + mlp(Norm(x)) (one norm, side by side)"}
 POSITION_NAMES = {"learned": "learned absolute", "none": "none", "rope": "RoPE"}
 
 
@@ -54,8 +55,15 @@ def position(p: PositionSpec) -> str:
     return text + (", adjacent pairs" if p.interleaved else "")
 
 
+def head(h) -> str:
+    """The LM head beyond its matrix: 'with bias, logits soft-capped at 30'."""
+    parts = (["with bias"] if h.bias else []) + (
+        [f"logits soft-capped at {h.softcap:g}"] if h.softcap else [])
+    return ", ".join(parts) or "a matrix"
+
+
 def norm(n: NormSpec) -> str:
-    bias = " with bias" if n.has_bias else ""
+    bias = " with bias" if n.has_bias else "" if n.has_weight else " without weight"
     offset = " x (1 + weight)" if n.unit_offset else ""
     return f"{NORM_NAMES[n.kind]}{bias}{offset}, eps {n.eps:g}, {n.position}-norm"
 
@@ -129,7 +137,9 @@ def norm_explain(n: NormSpec, d: int) -> str:
     math = NORM_MATH[n.kind] + (" + b" if n.has_bias else "")
     if n.unit_offset:
         math = math.replace("· w", "· (1 + w)")
-    params = (2 if n.has_bias else 1) * d
+    if not n.has_weight:
+        math = math.replace(" · w", "")
+    params = (2 if n.has_bias else 1 if n.has_weight else 0) * d
     return (f"{NORM_NAMES[n.kind]}: {math}, ε = {n.eps:g}, {params:,} parameters per norm of "
             f"width {d:,}. Placement '{n.position}': each sublayer f becomes "
             f"{NORM_FORMULAS[n.position]}" + (", and a final norm precedes lm_head." if

@@ -61,6 +61,13 @@ class AttentionSpec:
     # gated attention): q_proj is twice as wide, each head's query rows followed by its gate
     # rows. No cache element; d x n_heads*head_dim more parameters. null or false: none.
     output_gate: bool | None = None
+    # gqa: a cap on the attention logits, cap * tanh(scores / cap) after the softmax scale and
+    # before the mask (Gemma 2's attn_logit_softcapping). Elementwise: no parameter, cache
+    # element or matmul FLOP. null: none.
+    softcap: float | None = None
+    # gqa: q, k and v clamped to [-clip_qkv, clip_qkv] after their projections (OLMo's and
+    # DBRX's clip_qkv). Elementwise. null: none.
+    clip_qkv: float | None = None
     # MLA
     q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
     kv_lora_rank: int | None = None
@@ -79,7 +86,8 @@ class AttentionSpec:
 
     def validate(self) -> None:
         positive(self, "n_heads", "n_kv_heads", "head_dim", "window", "chunk",
-                 "temperature_floor", "temperature_scale", *self.MLA_KEYS)
+                 "temperature_floor", "temperature_scale", "softcap", "clip_qkv",
+                 *self.MLA_KEYS)
         require(self.window is None or self.chunk is None, "chunk",
                 "a layer attends within a sliding window or within chunks, not both")
         require((self.temperature_floor is None) == (self.temperature_scale is None),
@@ -100,7 +108,8 @@ class AttentionSpec:
             self._check_rotary_fraction()
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv", "rotary_fraction", "sinks",
-                          "chunk", "temperature_floor", "temperature_scale", "output_gate")
+                          "chunk", "temperature_floor", "temperature_scale", "output_gate",
+                          "softcap", "clip_qkv")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
                                        "rope: false applies to gqa attention only")
             for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):

@@ -27,8 +27,10 @@ RouterScoring = Literal["softmax", "sigmoid"]
 RouterWeights = Literal["output", "input"]
 # pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
 # output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm;
-# sandwich: both, four norms per block, x + post(sublayer(pre(x))) (Gemma 2/3), keeping the final
-NormPosition = Literal["pre", "post", "output", "sandwich"]
+# sandwich: both, four norms per block, x + post(sublayer(pre(x))) (Gemma 2/3), keeping the final;
+# parallel: one norm of each layer's input feeds attention and the FFN side by side, whose
+# outputs are both added to the residual, x + attn(n(x)) + mlp(n(x)) (GPT-J, Cohere, Phi-2)
+NormPosition = Literal["pre", "post", "output", "sandwich", "parallel"]
 # Where each sublayer's norms sit, by norm.position, under the module names transformers uses
 # for that layout (so checkpoints map by name). A block is
 #   x = attn_sum(x + r * attn_out(self_attn(attn_in(x))))
@@ -42,6 +44,8 @@ NORM_SLOTS = {
                "ffn_out": "post_feedforward_layernorm"},
     "sandwich": {"attn_in": "input_layernorm", "attn_out": "post_attention_layernorm",  # Gemma
                  "ffn_in": "pre_feedforward_layernorm", "ffn_out": "post_feedforward_layernorm"},
+    # the FFN reads attention's normed input (nn/model.py's parallel block): one norm a layer
+    "parallel": {"attn_in": "input_layernorm"},
 }
 # A sublayer's slots in the order the block registers their norms (the module order).
 SUBLAYER_SLOTS = {"attn": ("attn_in", "attn_out", "attn_sum"),
@@ -57,9 +61,14 @@ class NormSpec:
     # true: every RMSNorm of the model (QK-norm included) scales by (1 + weight), its weight
     # initialised to zero (Gemma); null or false: by weight
     unit_offset: bool | None = None
+    # false: the model's layer and final norms have no learned scale and no bias (OLMo's
+    # non-parametric LayerNorm, nanochat's RMSNorm); null or true: they have a weight
+    weight: bool | None = None
 
     def __post_init__(self) -> None:
         one_spelling(self, "unit_offset")
+        if self.weight is True:
+            object.__setattr__(self, "weight", None)  # one spelling: null is the default
 
     def validate(self) -> None:
         require(self.eps > 0, "eps", f"must be positive, got {self.eps}")
@@ -68,6 +77,10 @@ class NormSpec:
         else:
             require(not self.unit_offset, "unit_offset", "only applies to rmsnorm (Gemma's "
                                                          "(1 + weight) scale)")
+        if self.weight is False:
+            require(not self.bias, "bias", "a norm without a weight has no bias either "
+                                           "(torch's elementwise_affine=False)")
+            require(not self.unit_offset, "unit_offset", "scales (1 + weight): it needs a weight")
 
     @property
     def per_layer(self) -> int:
@@ -75,8 +88,12 @@ class NormSpec:
         return len(NORM_SLOTS[self.position])
 
     @property
+    def has_weight(self) -> bool:
+        return self.weight is not False
+
+    @property
     def has_bias(self) -> bool:
-        return self.kind == "layernorm" and self.bias is not False
+        return self.kind == "layernorm" and self.bias is not False and self.has_weight
 
 
 @dataclass(frozen=True)

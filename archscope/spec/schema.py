@@ -30,7 +30,7 @@ from archscope.spec.limits import WHERE as LIMITS
 from archscope.spec.mamba2 import Mamba2Spec
 from archscope.spec.mixers import ATTENTION, NONE, STATE_KINDS, StateMixerSpec
 
-__all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers",
+__all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers", "HeadSpec",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "RouterSpec", "FFNSpec",
            "NormKind", "NormPosition", "QKNorm", "PositionKind", "ScalingKind", "AttentionKind",
            "FFNKind", "Activation", "RouterMethod", "RouterScoring", "RouterWeights",
@@ -52,6 +52,18 @@ class Multipliers:
 
 
 @dataclass(frozen=True)
+class HeadSpec:
+    """The LM head beyond its matrix: a bias (Phi-2's lm_head), a soft cap on the logits,
+    cap * tanh(logits / cap) (Gemma 2's final_logit_softcapping)."""
+
+    bias: bool = False
+    softcap: float | None = None
+
+    def validate(self) -> None:
+        positive(self, "softcap")
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     source: str
@@ -69,6 +81,7 @@ class ModelSpec:
     tie_embeddings: bool = False
     layers: tuple[LayerOverride, ...] = ()
     multipliers: Multipliers | None = None
+    head: HeadSpec | None = None  # the LM head's bias and logit soft cap (null: neither)
     # multi-token-prediction modules the checkpoint ships (HF num_nextn_predict_layers;
     # DeepSeek-V3, GLM-4.5): each one decoder layer like the last + eh_proj + three norms,
     # sharing the embedding and lm_head. Neither transformers' model nor archscope's runs them,
@@ -103,6 +116,11 @@ class ModelSpec:
             raise SpecError(f"the state mixer {self.mixer.kind!r} is no layer's mixer (every "
                             "layer says mixer: attention or none): leave `mixer` out",
                             key="mixer")
+        if self.norm.position == "parallel":
+            lone = next((layer for layer in self.plan if layer.attention is None
+                         or layer.ffn is None), None)
+            require(lone is None, "norm.position", "a parallel block runs attention and the "
+                    f"FFN side by side; layer {lone.index if lone else 0} lacks one of them")
 
     def _check_attention_layer(self, layer: LayerPlan) -> None:
         w = layer.attention.window
@@ -262,6 +280,10 @@ class ModelSpec:
     @property
     def mults(self) -> Multipliers:
         return self.multipliers or Multipliers()
+
+    @property
+    def lm_head(self) -> HeadSpec:
+        return self.head or HeadSpec()
 
     def replace(self, **changes) -> "ModelSpec":
         """A what-if: the same spec with top-level fields changed, validated again."""

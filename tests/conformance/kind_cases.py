@@ -54,6 +54,12 @@ KIND_CASES = {
                               "layers": [{"select": [1], "mixer": "attention"}]},
     "multipliers": {"multipliers": {"embedding": 4.0, "attention": 0.25, "residual": 0.5,
                                     "logits": 2.0}},
+    "parallel-block-layernorm-no-bias": {"norm": {"kind": "layernorm", "eps": 1e-5,
+                                                  "bias": False, "position": "parallel"}},
+    "norms-without-weight": {"norm": {"kind": "layernorm", "eps": 1e-5, "weight": False}},
+    "rmsnorm-without-weight": {"norm": {"weight": False}},
+    "head-bias-and-softcap": {"head": {"bias": True, "softcap": 3.0}},
+    "attention-softcap-and-clip": {"attention": {"softcap": 2.0, "clip_qkv": 0.5}},
 }
 
 

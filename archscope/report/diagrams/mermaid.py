@@ -66,7 +66,8 @@ _NORM_NAMES = {"pre": ("input_layernorm", "post_attention_layernorm"),
                "post": ("input_layernorm", "post_attention_layernorm"),
                "output": ("post_attention_layernorm", "post_feedforward_layernorm"),
                "sandwich": ("input_layernorm", "post_attention_layernorm",
-                            "pre_feedforward_layernorm", "post_feedforward_layernorm")}
+                            "pre_feedforward_layernorm", "post_feedforward_layernorm"),
+               "parallel": ("input_layernorm",)}
 
 
 def _mixer_entry(layer: LayerPlan):
@@ -104,6 +105,11 @@ def _one_sublayer(g: Graph, spec: ModelSpec, names: tuple[str, ...], ends, scale
         for target in (entry if dst == "in" else [dst]):
             g.edge(src, target, *label)
     return g.render()
+
+
+def _targets(entry) -> list:
+    """A sublayer's entry node(s) as a list (a kind's draw may give several, q k v)."""
+    return entry if isinstance(entry, list) else [entry]
 
 
 def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
@@ -152,7 +158,12 @@ def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
               "sandwich": [("h_in", "n1"), ("n1", attn_in), (attn_out, "n2"),  # both
                            ("n2", "add1", scale), res, ("add1", "n3"), ("n3", ffn_in),
                            (ffn_out, "n4"), ("n4", "add2", scale),
-                           ("add1", "add2", "residual"), ("add2", "h_out")]}
+                           ("add1", "add2", "residual"), ("add2", "h_out")],
+              # one norm feeds both; both outputs join the residual
+              "parallel": [("h_in", "n1"), ("n1", _targets(attn_in) + _targets(ffn_in)),
+                           (attn_out, "add1", scale),
+                           res, (ffn_out, "add2", scale), ("add1", "add2", "residual"),
+                           ("add2", "h_out")]}
     edges = wiring[spec.norm.position]
     for src, dst, *label in edges:
         for target in dst if isinstance(dst, list) else [dst]:
