@@ -183,4 +183,6 @@ FAMILY_CASES = [
                                   linear_value_head_dim=8, linear_conv_kernel_dim=4,
                                   full_attention_interval=2),
                flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
+    FamilyCase("olmo", dict({k: v for k, v in SHAPE.items() if k != "head_dim"},
+                            clip_qkv=0.5, attention_bias=True)),
 ]
