@@ -106,13 +106,49 @@ def report(out, data_dir, claims_dir):
     specs = [load_spec(name) for name in preset_names()]
     profiles, benchmarks = load_profiles(data_dir), load_benchmarks(data_dir)
     claims = _claims_page(claims_dir)
-    with tqdm(total=len(specs) + 2, desc="report", unit="step", file=sys.stderr, leave=False,
+    with tqdm(total=len(specs) + 3, desc="report", unit="step", file=sys.stderr, leave=False,
               disable=None) as bar:
+        families = coverage_record()
+        bar.update()
         files = build_reports(specs, profiles, claims, progress=lambda _label: bar.update(),
-                              benchmarks=benchmarks)
+                              benchmarks=benchmarks, families=families)
     files.update(inputs.input_files(claims_dir, data_dir))
     write_tree_atomic(out, files, what="--out folder")  # all files, or none of them
     click.echo(f"wrote {len(files)} files under {out}", err=True)
+
+
+def coverage_record() -> dict:
+    """{"transformers": its version, "rows": one dict per model_type} (spec/coverage.py)."""
+    from dataclasses import asdict
+
+    import transformers
+
+    from archscope.spec.coverage import coverage
+
+    return {"transformers": transformers.__version__, "rows": [asdict(r) for r in coverage()]}
+
+
+@cli.command()
+@format_option("json", "markdown")
+def families(fmt):
+    """Every model_type the installed transformers builds as a causal LM, and what archscope
+    makes of it: read exactly, read without weights, refused (naming the key and the component
+    it lacks), or not read. (Imports transformers' model mapping: a few seconds.)
+
+    \b
+    Examples:
+      archscope families
+      archscope families --format json
+    """
+    from archscope.report.pages.families import families_page, families_text
+
+    record = coverage_record()
+    if fmt == "json":
+        _echo_json(record)
+    elif fmt == "markdown":
+        click.echo(families_page(record["rows"], record["transformers"]), nl=False)
+    else:
+        click.echo(families_text(record["rows"]), nl=False)
 
 
 def _claims_page(folder) -> str | None:

@@ -14,6 +14,31 @@ from archscope.cli.options import (_echo_json, _estimate_options, _record, _set_
 from archscope.errors import InputError
 
 
+def _show_counted_by_transformers(model, refusal, fmt) -> None:
+    """A config.json archscope refuses (or has no family for): its parameters, counted by
+    transformers' own class on the meta device, and the refusal beside them; exit 2 when
+    transformers cannot build it either (the refusal stands)."""
+    from archscope.errors import SpecError
+    from archscope.measure.transformers_count import count_with_transformers
+
+    try:
+        counted = count_with_transformers(model)
+    except SpecError:
+        raise refusal from None
+    caveat = ("counted by transformers' own class on the meta device; archscope does not read "
+              "this model, so no cache, FLOPs, state or memory are derived")
+    if fmt == "json":
+        _echo_json({"model": str(model), "model_type": counted.model_type,
+                    "hf_class": counted.hf_class, "params_total": counted.params_total,
+                    "params_embedding": counted.params_embedding,
+                    "params_source": "transformers meta", "refused": str(refusal),
+                    "caveat": caveat})
+        return
+    click.echo(f"{model}\n  archscope does not read it: {refusal}\n\n"
+               f"  {counted.hf_class}: {counted.params_total:,} parameters "
+               f"({counted.params_embedding:,} in the embedding)\n  {caveat}.")
+
+
 @cli.command("list")
 def list_cmd():
     """List the shipped presets, one line each."""
@@ -51,11 +76,18 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
       archscope show mistral-7b-v0.1 --set attention.window=null --verify
       archscope show deepseek-v2 --format json
     """
+    from archscope.errors import SpecError
     from archscope.report.costs import SHOW_LENGTHS, below_context, details_record
     from archscope.spec import load_spec
     from archscope.spec.fields import to_mapping
+    from archscope.spec.loader import is_config_path
 
-    spec = load_spec(model, overrides)
+    try:
+        spec = load_spec(model, overrides)
+    except SpecError as err:
+        if not (err.key and is_config_path(model) and not overrides):
+            raise
+        return _show_counted_by_transformers(model, err, fmt)
     lengths = sorted({*below_context(spec, SHOW_LENGTHS), seq_len})
     record = _record(spec, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, lengths)
     details = details_record(spec, record, lengths)

@@ -99,8 +99,10 @@ def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
         # a non-string is named by its type: the list of model types leaves little room
         shown = quote(model_type) if isinstance(model_type, str) or model_type is None \
             else f"(a {type(model_type).__name__})"
-        raise SpecError(f"unsupported model type {shown}; archscope reads "
-                        f"{', '.join(families())}", where=where, key="model_type")
+        raise SpecError(f"unsupported model type {shown}: no family module of archscope reads "
+                        f"it (`archscope families` lists the {len(families())} it reads, and "
+                        f"what each of transformers' other causal LMs lacks)", where=where,
+                        key="model_type")
     for key, value in family.fixed.items():
         if raw.get(key, value) is not value:
             raise SpecError(f"archscope only models {json.dumps(value)}, {what(raw[key])}",

@@ -119,10 +119,16 @@ def spec_from_mapping(raw: Any, where: str) -> ModelSpec:
         raise err.located(where) from None
 
 
+def is_config_path(model: str | Path) -> bool:
+    """Whether MODEL names an HF config.json (the file, any .json, or a folder)."""
+    path = Path(str(model))
+    return _is(path, "is_dir") or path.name == "config.json" or path.suffix == ".json"
+
+
 def _raw_mapping(model: str | Path) -> tuple[dict, str]:
     text = str(model)
     path = Path(text)
-    if _is(path, "is_dir") or path.name == "config.json" or path.suffix == ".json":
+    if is_config_path(path):
         from archscope.spec.hf import mapping_from_hf_config
 
         return mapping_from_hf_config(path), str(path)

@@ -1,7 +1,8 @@
 """Every family archscope reads, at transformers' own default config (full size, on the meta
 device): the estimate counts exactly the parameters transformers' class builds (the text model
 of a multimodal wrapper). This is `archscope compare`'s count against transformers' class for
-every model_type the registry declares."""
+every model_type the registry declares (transformers' defaults it cannot run itself get the
+smallest fix: archscope/spec/coverage.py DEFAULT_FIXES)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,9 @@ import transformers
 from archscope.errors import SpecError
 from archscope.estimate import count_params
 from archscope.spec import load_spec
+from archscope.spec.coverage import DEFAULT_FIXES
 from archscope.spec.families.registry import families
 
-# defaults transformers' own class cannot run as they stand, and the smallest change that lets
-# it (each says why)
-FIXES: dict[str, dict] = {
-    # num_experts_per_tok None: the MoE layers' top-k in forward fails; 6 is DeepSeek-V2's
-    "deepseek_v2": {"num_experts_per_tok": 6},
-    # 4096 / 96 heads gives head_dim 42, whose partial rotary half (21) is odd: its RoPE
-    # tables come out 22 wide and the forward fails; GLM-4.5 sets head_dim 128
-    "glm4_moe": {"head_dim": 128},
-}
 # defaults archscope refuses, and a word the refusal must name (the component it lacks)
 REFUSED = {"nemotron_h": "MoE block"}
 
@@ -33,7 +26,7 @@ REFUSED = {"nemotron_h": "MoE block"}
 def _config(model_type: str):
     family = families()[model_type]
     return transformers.AutoConfig.for_model(family.class_of or model_type,
-                                             **FIXES.get(model_type, {}))
+                                             **DEFAULT_FIXES.get(model_type, {}))
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from archscope.report.dive_explain import explain_record
 from archscope.report.document_records import document_records
 from archscope.report.pages.deep_dive import deep_dive_page
 from archscope.report.pages.documents import documents_page
+from archscope.report.pages.families import families_page
 from archscope.report.pages.deployment import SETUPS, deployment_section
 from archscope.report.pages.markdown import GENERATED, page
 from archscope.report.figure_set import PATHS, all_figures
@@ -30,6 +31,7 @@ from archscope.spec.schema import ModelSpec
 ESTIMATES = "data/estimates.json"
 DEPLOYMENT = "data/deployment.json"
 DOCUMENTS = "data/documents.json"
+FAMILIES = "data/families.json"
 Progress = Callable[[str], None]
 
 
@@ -63,9 +65,11 @@ def deployment_files(specs: list[ModelSpec]) -> tuple[str, str]:
 
 def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
                   claims_page: str | None = None, progress: Progress | None = None,
-                  benchmarks: dict[str, dict] | None = None) -> dict[str, bytes]:
+                  benchmarks: dict[str, dict] | None = None,
+                  families: dict | None = None) -> dict[str, bytes]:
     """The report files. `profiles`: profiles.load_profiles records; `claims_page`: the rendered
-    claims check (claims.md), or None to leave it out; `benchmarks`: benchmarks.load_benchmarks."""
+    claims check (claims.md), or None to leave it out; `benchmarks`: benchmarks.load_benchmarks;
+    `families`: {"transformers": version, "rows": coverage rows} for families.md, or None."""
     tick = progress or (lambda _label: None)
     specs = sorted(specs, key=lambda s: s.name)
     records = model_records(specs)
@@ -77,6 +81,8 @@ def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
     extra = {"The explainers' tables, regenerated": "documents.md", "Measured profiles": "profiles.md", "Deployment on common GPUs": "deployment.md"}
     if claims_page is not None:
         extra["Claims check of the explainers"] = "claims.md"
+    if families is not None:
+        extra["Families archscope reads"] = "families.md"
     text = {"comparison.md": comparison_page(records, PATHS, extra),
             "profiles.md": profiles_page(profiles, benchmark_sections(benchmarks or {})),
             ESTIMATES: estimates_json(records, dives)}
@@ -89,6 +95,9 @@ def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
                                                         model_figure_path(spec.name))
     if claims_page is not None:
         text["claims.md"] = claims_page
+    if families is not None:
+        text["families.md"] = families_page(families["rows"], families["transformers"])
+        text[FAMILIES] = json.dumps(families, indent=1, sort_keys=True) + "\n"
     files = {path: body.encode("utf-8") for path, body in text.items()}
     files.update(all_figures(records))
     tick("figures")
