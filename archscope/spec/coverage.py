@@ -5,7 +5,8 @@ status at transformers' own default config:
 - read exactly: a family module reads it, and its weight names load checkpoints;
 - read without weights: a family module reads it (counts, cache, FLOPs), no weight names;
 - refused: a family module reads its configs, but refuses the default one, naming the key and
-  the component it lacks;
+  the component it lacks (a default transformers' own class cannot run gets the family's
+  `default_fix` first);
 - not read: no family module; `archscope show` of such a config.json counts its parameters
   with transformers' own class on the meta device, and says that nothing else is derived.
 
@@ -20,17 +21,6 @@ from archscope.errors import SpecError
 from archscope.spec.families.registry import families
 
 STATUSES = ("read exactly", "read without weights", "refused", "not read")
-# transformers' default configs its own class cannot run as they stand, and the smallest change
-# that lets it (each says why): coverage reads these, as tests/conformance/test_defaults.py does
-DEFAULT_FIXES: dict[str, dict] = {
-    # num_experts_per_tok None: the MoE layers' top-k in forward fails; 6 is DeepSeek-V2's
-    "deepseek_v2": {"num_experts_per_tok": 6},
-    # 4096 / 96 heads gives head_dim 42, whose partial rotary half (21) is odd: its RoPE
-    # tables come out 22 wide and the forward fails; GLM-4.5 sets head_dim 128
-    "glm4_moe": {"head_dim": 128},
-}
-
-
 @dataclasses.dataclass(frozen=True)
 class Coverage:
     model_type: str
@@ -75,8 +65,7 @@ def _refusal(model_type: str, family) -> str | None:
     from archscope.spec.hf_import import mapping_from_raw
     from archscope.spec.schema import ModelSpec
 
-    raw = AutoConfig.for_model(family.class_of or model_type,
-                               **DEFAULT_FIXES.get(model_type, {})).to_dict()
+    raw = AutoConfig.for_model(family.class_of or model_type, **family.default_fix).to_dict()
     raw["model_type"] = model_type
     try:
         from_mapping(ModelSpec, mapping_from_raw(raw, "default config", model_type, "defaults"))

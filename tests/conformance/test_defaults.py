@@ -1,8 +1,8 @@
 """Every family archscope reads, at transformers' own default config (full size, on the meta
 device): the estimate counts exactly the parameters transformers' class builds (the text model
 of a multimodal wrapper). This is `archscope compare`'s count against transformers' class for
-every model_type the registry declares (transformers' defaults it cannot run itself get the
-smallest fix: archscope/spec/coverage.py DEFAULT_FIXES)."""
+every model_type the registry declares (a default transformers cannot run itself gets the
+smallest fix, its family's `default_fix`)."""
 
 from __future__ import annotations
 
@@ -16,17 +16,19 @@ import transformers
 from archscope.errors import SpecError
 from archscope.estimate import count_params
 from archscope.spec import load_spec
-from archscope.spec.coverage import DEFAULT_FIXES
 from archscope.spec.families.registry import families
 
 # defaults archscope refuses, and a word the refusal must name (the component it lacks)
-REFUSED = {"nemotron_h": "MoE block"}
+REFUSED = {"nemotron_h": "MoE block", "jetmoe": "mixture of attention heads",
+           "longcat_flash": "zero-computation experts", "deepseek_v4": "hyper-connections",
+           "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
+           "gemma4_text": "per-layer input embeddings"}
 
 
 def _config(model_type: str):
     family = families()[model_type]
     return transformers.AutoConfig.for_model(family.class_of or model_type,
-                                             **DEFAULT_FIXES.get(model_type, {}))
+                                             **family.default_fix)
 
 
 @pytest.mark.slow

@@ -110,6 +110,9 @@ class Family:
     key_fields: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     fixed: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)  # read only at these values
     class_of: str | None = None  # the registered type whose class and defaults it uses
+    # what transformers' default config of this type needs before its own class can run it
+    # (archscope families, tests/conformance/test_defaults.py): the smallest change, with why
+    default_fix: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     names: tuple[str, ...] = ()  # the family word documents write ("llama", "qwen")
     # a document's spelling -> the preset it means; a bare family word -> its usual preset
     spellings: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
@@ -122,6 +125,7 @@ class Family:
         fresh = {"write": None, "exports": never, "generic": False, "per_expert": (),
                  "renamed_tensors": (),
                  "skipped_prefixes": (), "fixed": _EMPTY, "class_of": None, "names": (),
+                 "default_fix": _EMPTY,
                  "spellings": _EMPTY, "usual": _EMPTY, "doc": ""}
         return dataclasses.replace(self, model_type=model_type, hf_class=hf_class,
                                    base=self.model_type, **{**fresh, **changes})

@@ -121,5 +121,8 @@ DEEPSEEK_V2 = LLAMA.but(
     "deepseek_v2", "DeepseekV2ForCausalLM", read=read, write=write,
     exports=mla, attentions=("mla",), ffns=("moe", "swiglu"),
     weights=WEIGHTS, per_expert=PER_EXPERT, spec_keys=SPEC_KEYS, names=("deepseek",),
+    # transformers' default has num_experts_per_tok None: its MoE layers' top-k fails in
+    # forward; 6 is DeepSeek-V2's
+    default_fix={"num_experts_per_tok": 6},
     usual={"deepseek": "deepseek-v2"}, doc="Llama + MLA + MoE with shared experts")
 FAMILIES = (DEEPSEEK_V2,)

@@ -102,6 +102,9 @@ _SHARED = tuple(r for r in DEEPSEEK_V3.weights if ".mlp.shared_experts." in r.hf
 GLM4_MOE = DEEPSEEK_V3.but(
     "glm4_moe", "Glm4MoeForCausalLM", read=read, write=write, exports=_claims,
     attentions=("gqa",), ffns=("moe", "swiglu"),
+    # transformers' default: 4096 / 96 heads gives head_dim 42, whose partial rotary half (21)
+    # is odd, so its RoPE tables come out 22 wide and the forward fails; GLM-4.5 sets 128
+    default_fix={"head_dim": 128},
     weights=QWEN3.weights + MOE_WEIGHTS + tuple(r for r in _SHARED if r not in MOE_WEIGHTS),
     per_expert=PER_EXPERT,
     spec_keys=DEEPSEEK_V3.key_table(**{
