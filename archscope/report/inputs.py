@@ -13,7 +13,7 @@ from pathlib import Path
 
 REPORTS_DIR = Path(__file__).resolve().parents[2] / "reports"
 # written by the report itself, not inputs
-GENERATED_DATA = ("estimates.json", "deployment.json", "documents.json")
+GENERATED_DATA = ("estimates.json", "deployment.json", "documents.json", "families.json")
 
 
 def default_claims_dir() -> Path:
