@@ -75,6 +75,12 @@ def random_correction_bias(hf, seed: int = 7) -> None:
             b.copy_(0.5 * torch.randn(b.shape, generator=generator))
 
 
+def larger_sinks(hf) -> None:
+    """gpt-oss's attention sinks of a few units (x10): a head's attention visibly leaks to them."""
+    for layer in hf.model.layers:
+        layer.self_attn.sinks.mul_(10)
+
+
 def logits_case(spec: ModelSpec, hf, ours, tokens: int):
     """What a family's parity fixture returns, (spec, hf, ours, ids, reference): two random
     prompts of `tokens` ids and transformers' logits for them."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-import torch
+from parity import larger_sinks, random_correction_bias  # (a case's prepare)
 
 # shapes most cases share: 2 layers, width 64, 4 query and 2 KV heads of 16
 SHAPE = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
@@ -41,15 +41,6 @@ class FamilyCase:
     @property
     def id(self) -> str:
         return self.name or self.model_type
-
-
-def random_correction_bias(hf) -> None:
-    """DeepSeek-V3's and GLM-4.5's selection-only e_score_correction_bias, random (zero, it
-    would change no choice)."""
-    generator = torch.Generator().manual_seed(7)
-    for name, b in hf.named_buffers():
-        if name.endswith("e_score_correction_bias"):
-            b.copy_(0.5 * torch.randn(b.shape, generator=generator))
 
 
 def dropped_conv_outputs(layers_of_spec: Callable) -> Callable:
@@ -87,12 +78,6 @@ def _every_expert_runs(spec, batch: int, tokens: int) -> int:
             f = layer.ffn
             gap -= (f.n_experts - f.top_k) * 2 * batch * tokens * 3 * spec.d_model * f.d_expert
     return gap
-
-
-def larger_sinks(hf) -> None:
-    """gpt-oss's attention sinks of a few units (x10): a head's attention visibly leaks to them."""
-    for layer in hf.model.layers:
-        layer.self_attn.sinks.mul_(10)
 
 
 _MLA = dict(q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8,
