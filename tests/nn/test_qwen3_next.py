@@ -1,10 +1,11 @@
 """Qwen3-Next (Gated DeltaNet layers, gated attention every other layer here, (1 + weight)
 RMSNorms, a MoE with a gated shared expert of its own width, a dense first layer) against
 transformers' Qwen3NextForCausalLM: logits of a tiny config built both ways with the same
-weights (a prompt longer than one scan chunk, then 14 cached decode steps, fp32), negative
-controls, the preset's parameters on the meta device, FLOPs under FlopCounterMode, the cache's
-bytes (KV and state) against the estimate and transformers' own cache, and checkpoints written
-by each side loading in the other.
+weights over a prompt longer than one scan chunk of 64 (which the conformance case's 18 tokens
+do not reach), then 14 cached decode steps, fp32; negative controls; the preset's parameters on
+the meta device; prefill and decode FLOPs under FlopCounterMode term by term; the cache's bytes
+(KV and state) against the estimate and transformers' own cache; and make-checkpoint of the
+preset loading in transformers, then generate.
 """
 
 import pytest
@@ -175,11 +176,6 @@ def test_cache_bytes_equal_the_estimate_and_transformers(setup):
     assert sum(t.numel() * t.element_size() for t in states) == state
 
 
-def test_tiny_active_params_equal_the_built_modules(setup):
-    spec, _, ours, _, _ = setup
-    assert count_params(spec).active == active_params_from_modules(ours)
-
-
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
     spec = load_spec("qwen3-next-80b-a3b")
     ours, theirs, model = meta_param_counts(spec)
@@ -192,17 +188,13 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate():
     assert [layer.layer_type for layer in spec.plan].count("full_attention") == 12
 
 
-def test_checkpoints_load_both_ways(setup, tmp_path, run_cli):
-    """A checkpoint transformers saves loads through the weight table; one archscope writes
-    (make-checkpoint, a cut-down preset) loads in transformers with the same logits, and
-    `generate` runs on it."""
+def test_make_checkpoint_of_the_preset_loads_in_transformers_and_generates(setup, tmp_path,
+                                                                           run_cli):
+    """make-checkpoint of a cut-down preset loads in transformers with the same logits, and
+    `generate` runs on it (save_pretrained's checkpoints are the conformance case's)."""
     from archscope.weights import load_checkpoint
 
-    spec, hf, _, ids, reference = setup
-    hf.save_pretrained(tmp_path / "theirs")
-    ours, _ = load_checkpoint(tmp_path / "theirs")
-    with torch.no_grad():
-        assert max_diff(ours(ids), reference) < TOL
+    ids = setup[3]
     folder = tmp_path / "ours"
     sets = ["n_layers=4", "vocab_size=512", "d_model=64", "attention.n_heads=4",
             "attention.head_dim=16", "mixer.n_key_heads=2", "mixer.n_value_heads=4",
