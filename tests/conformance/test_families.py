@@ -40,7 +40,7 @@ from archscope.weights import hf_to_ours, ours_to_hf, table_for
 from family_cases import FAMILY_CASES, FamilyCase
 from hf_configs import network, through_transformers
 from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes, max_diff,
-                    ours_loads_there, theirs_loads_here)
+                    ours_loads_there, randomised, theirs_loads_here)
 
 BATCH, PREFILL, STEPS = 2, 5, 13  # 13 cached decode steps after a 5-token prefill
 T = PREFILL + STEPS
@@ -70,17 +70,6 @@ def _written(case: FamilyCase, folder) -> None:
     path.write_text(json.dumps(data))
 
 
-def _randomised(model, seed: int = 0, std: float = 0.2):
-    """Random weights far from trivial (norms near 1), so a wrong mask, scale or rotation shows
-    up well above the tolerance."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            scale = 0.1 if "norm" in name or "ln_" in name else std
-            p.copy_((1 if scale == 0.1 else 0) + scale * torch.randn(p.shape, generator=generator))
-    return model.eval()
-
-
 def _text_type(case: FamilyCase) -> str:
     """The model_type whose weight names the compared model uses (a wrapper's text model's)."""
     return _config(case).text_config.model_type if case.text_config else case.model_type
@@ -96,7 +85,7 @@ def built(request, tmp_path_factory) -> Built:
         spec = load_spec(folder)
     config = _config(case)
     config = config.text_config if case.text_config else config
-    hf = _randomised(transformers.AutoModelForCausalLM.from_config(
+    hf = randomised(transformers.AutoModelForCausalLM.from_config(
         config, attn_implementation="eager"))
     if case.prepare is not None:
         with torch.no_grad():

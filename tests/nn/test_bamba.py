@@ -19,8 +19,8 @@ from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config, write_hf_config
 from archscope.spec.resolved import differences
 from hf_configs import through_transformers, write_config
-from parity import (decode_stepwise, load_same_weights, logits_case, max_diff, meta_param_counts,
-                    tiny_spec, twins)
+from parity import (decode_stepwise, load_same_weights, max_diff, meta_param_counts, tiny_spec,
+                    twin_case)
 
 TOL = 1e-4
 T, PREFILL, BATCH = 22, 9, 2
@@ -40,9 +40,7 @@ def bamba(**changes):
 
 @pytest.fixture(scope="module")
 def setup():
-    spec = bamba()
-    hf, ours = twins(spec)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(bamba(), T)
 
 
 def test_logits_match_in_prefill_and_cached_decoding(setup):

@@ -12,12 +12,9 @@ import copy
 import pytest
 import torch
 
-from archscope.estimate import count_params
-from archscope.nn import build_model
 from archscope.nn.moe import Router
-from archscope.spec import load_spec
-from parity import (active_params_from_modules, load_same_weights, logits_case, max_diff,
-                    meta_param_counts, random_correction_bias, tiny_spec, twins)
+from parity import (checked_preset, load_same_weights, max_diff, random_correction_bias, tiny_spec,
+                    twin_case)
 
 T = 20
 _YARN = {"kind": "yarn", "factor": 4.0, "original_max_seq_len": 32, "beta_fast": 32.0,
@@ -40,10 +37,8 @@ def _spec(normalize: bool = True):
 
 @pytest.fixture(scope="module", params=[True, False], ids=["normalize", "plain"])
 def family(request):
-    spec = _spec(request.param)
     # a random correction bias, which hf_model leaves at zero (parity.random_correction_bias)
-    hf, ours = twins(spec, prepare=random_correction_bias)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(_spec(request.param), T, prepare=random_correction_bias)
 
 
 def test_transformers_builds_the_family_class(family):
@@ -103,17 +98,12 @@ def test_the_other_normalisation_breaks_parity(family):
 
 
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
-    spec = load_spec("deepseek-v3")
-    ours_count, theirs_count, theirs = meta_param_counts(spec)
-    assert type(theirs).__name__ == "DeepseekV3ForCausalLM"
+    _, p, theirs = checked_preset("deepseek-v3", "DeepseekV3ForCausalLM")
     assert len(theirs.model.layers) == 61  # no MTP layer built (num_nextn_predict_layers 1)
-    p = count_params(spec)
-    assert ours_count == theirs_count == p.total == 671_026_404_352
+    assert (p.total, p.active) == (671_026_404_352, 37_552_282_624)
     # the correction bias is a buffer on both sides: 58 MoE layers x 256, not a parameter
     buffers = [b for n, b in theirs.named_buffers() if n.endswith("e_score_correction_bias")]
     assert sum(b.numel() for b in buffers) == 58 * 256
-    ours = build_model(spec, device="meta")
-    assert p.active == active_params_from_modules(ours) == 37_552_282_624
     # the paper: "671B total parameters with 37B activated for each token"
     assert round(p.total / 1e9) == 671 and 37e9 <= p.active < 38e9
 
@@ -121,10 +111,7 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate():
 def test_kimi_k2_is_deepseek_v3_with_its_own_sizes():
     """Kimi K2 builds as transformers' DeepseekV3ForCausalLM (its config names that class):
     the counts agree exactly, and match the card's "1 trillion total / 32 billion activated"."""
-    spec = load_spec("kimi-k2")
-    counted, theirs_count, _ = meta_param_counts(spec)
-    p = count_params(spec)
-    assert counted == theirs_count == p.total == 1_026_408_209_408
-    assert p.active == 32_861_477_888
+    _, p, _ = checked_preset("kimi-k2", "DeepseekV3ForCausalLM")
+    assert (p.total, p.active) == (1_026_408_209_408, 32_861_477_888)
     # the card's "1 trillion" and "32 billion" are the counts cut, not rounded (32.86B)
     assert round(p.total / 1e12) == 1 and 32e9 <= p.active < 33e9

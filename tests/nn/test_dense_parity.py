@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from archscope.spec.hf import spec_to_hf_config
-from parity import load_same_weights, logits_case, max_diff, tiny_spec, twins
+from parity import load_same_weights, max_diff, tiny_spec, twin_case
 
 T = 12
 
@@ -35,9 +35,7 @@ FEATURE_OFF = {
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def family(request):
-    spec = tiny_spec(**FAMILIES[request.param])
-    hf, ours = twins(spec)
-    return (request.param, *logits_case(spec, hf, ours, T))
+    return (request.param, *twin_case(tiny_spec(**FAMILIES[request.param]), T))
 
 
 def test_the_feature_under_test_matters(family):

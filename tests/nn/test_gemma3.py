@@ -10,12 +10,11 @@ import pytest
 import torch
 import transformers
 
-from archscope.estimate import count_params, kv_cache_bytes
+from archscope.estimate import kv_cache_bytes
 from archscope.nn import build_model
 from archscope.nn.model import NORM_SLOTS
-from archscope.spec import load_spec
-from parity import (active_params_from_modules, held_cache_bytes, load_same_weights, logits_case,
-                    max_diff, meta_param_counts, tiny_spec, twins)
+from parity import (checked_preset, held_cache_bytes, load_same_weights, max_diff, tiny_spec,
+                    twin_case)
 
 TOL = 1e-4
 T = 24  # a prompt of 24 tokens over a window of 4
@@ -40,9 +39,7 @@ def gemma(**changes):
 
 @pytest.fixture(scope="module")
 def setup():
-    spec = gemma()
-    hf, ours = twins(spec)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(gemma(), T)
 
 
 def test_transformers_builds_the_same_layer_types(setup):
@@ -105,12 +102,8 @@ def test_cache_after_a_real_prefill_holds_the_estimate(setup):
 @pytest.mark.parametrize("name, total", [("gemma-3-1b", 999_885_952),
                                          ("gemma-3-27b", 27_009_346_304)])
 def test_preset_params_on_meta_equal_transformers_and_the_estimate(name, total):
-    spec = load_spec(name)
-    ours, theirs, model = meta_param_counts(spec)
-    assert type(model).__name__ == "Gemma3ForCausalLM"
-    assert ours == theirs == count_params(spec).total == total
-    assert count_params(spec).active == active_params_from_modules(
-        build_model(spec, device="meta")) == total  # dense: every parameter is active
+    _, p, _ = checked_preset(name, "Gemma3ForCausalLM")
+    assert p.total == p.active == total  # dense: every parameter is active
 
 
 def test_a_multimodal_checkpoint_loads_its_language_model(setup, tmp_path):

@@ -14,14 +14,13 @@ from safetensors.torch import load_file, save_file
 from archscope.errors import CheckpointError
 from archscope.estimate import count_params
 from archscope.estimate.structure import mtp_parts
-from archscope.nn import build_model
 from archscope.nn.model import Block
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import load_checkpoint
 from archscope.weights.validate import SkippedMTPWarning
-from parity import (active_params_from_modules, load_same_weights, logits_case, max_diff,
-                    meta_param_counts, random_correction_bias, tiny_spec, twins)
+from parity import (checked_preset, load_same_weights, max_diff, random_correction_bias, tiny_spec,
+                    twin_case)
 
 TOL = 1e-4
 T = 20
@@ -42,9 +41,7 @@ def _spec(rotary_fraction=0.5):
 
 @pytest.fixture(scope="module")
 def family():
-    spec = _spec()
-    hf, ours = twins(spec, prepare=random_correction_bias)  # hf_model leaves the bias at zero
-    return logits_case(spec, hf, ours, T)
+    return twin_case(_spec(), T, prepare=random_correction_bias)  # a bias hf_model leaves at 0
 
 
 def test_transformers_builds_the_family_class(family):
@@ -72,13 +69,9 @@ def test_rotating_whole_heads_breaks_parity(family):
     ("glm-4.5", 352_797_814_784, 33_632_251_904, 3_988_069_632),
     ("glm-4.5-air", 106_852_245_504, 13_424_123_904, 2_375_059_456)])
 def test_preset_params_on_meta_equal_transformers_and_the_estimate(name, total, active, mtp):
-    spec = load_spec(name)
-    ours_count, theirs_count, theirs = meta_param_counts(spec)
-    assert type(theirs).__name__ == "Glm4MoeForCausalLM"
+    spec, p, theirs = checked_preset(name, "Glm4MoeForCausalLM")
     assert len(theirs.model.layers) == spec.n_layers  # the MTP layer is not built
-    p = count_params(spec)
-    assert ours_count == theirs_count == p.total == total
-    assert p.active == active_params_from_modules(build_model(spec, device="meta")) == active
+    assert (p.total, p.active) == (total, active)
     assert p.mtp == mtp  # apart: in no other figure
     # the card: 355B / 32B (GLM-4.5), 106B / 12B (Air); with the MTP module 356.8B / 109.2B
     assert abs(p.total / 1e9 - {"glm-4.5": 355, "glm-4.5-air": 106}[name]) < 3.5

@@ -12,11 +12,7 @@ import copy
 import pytest
 import torch
 
-from archscope.estimate import count_params
-from archscope.nn import build_model
-from archscope.spec import load_spec
-from parity import (active_params_from_modules, larger_sinks, load_same_weights, logits_case,
-                    max_diff, meta_param_counts, tiny_spec, twins)
+from parity import checked_preset, larger_sinks, load_same_weights, max_diff, tiny_spec, twin_case
 
 TOL = 1e-4
 T, PREFILL, WINDOW = 22, 9, 4  # a 9-token prompt over a window of 4, then 13 cached steps
@@ -39,9 +35,7 @@ def _spec(**changes):
 
 @pytest.fixture(scope="module")
 def setup():
-    spec = _spec()
-    hf, ours = twins(spec, prepare=larger_sinks)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(_spec(), T, prepare=larger_sinks)
 
 
 def test_transformers_builds_gpt_oss_as_the_spec_says(setup):
@@ -93,12 +87,8 @@ def test_other_settings_break_parity(setup, change):
     ("gpt-oss-120b", 116_829_156_672, 5_711_982_912),
 ])
 def test_preset_params_on_meta_equal_transformers_and_the_estimate(name, total, active):
-    spec = load_spec(name)
-    ours_count, theirs_count, theirs = meta_param_counts(spec)
-    assert type(theirs).__name__ == "GptOssForCausalLM"
-    p = count_params(spec)
-    assert ours_count == theirs_count == p.total == total
-    assert p.active == active_params_from_modules(build_model(spec, device="meta")) == active
+    spec, p, _ = checked_preset(name, "GptOssForCausalLM")
+    assert (p.total, p.active) == (total, active)
     assert p.breakdown["attention.sinks"] == spec.n_layers * 64
     # the card's active figures (3.6B, 5.1B) leave the embedding out
     assert round((p.active - p.embedding) / 1e8) == {"gpt-oss-20b": 36, "gpt-oss-120b": 51}[name]

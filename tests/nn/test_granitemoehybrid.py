@@ -12,15 +12,13 @@ import torch
 import transformers
 from transformers import DynamicCache
 
-from archscope.estimate import count_params, decode_flops, kv_cache_bytes
+from archscope.estimate import decode_flops, kv_cache_bytes
 from archscope.estimate.state import state_bytes
 from archscope.measure.reference import cache_kwargs
-from archscope.nn import build_model
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from hybrid_specs import ATTENDS, tiny_granite
-from parity import (active_params_from_modules, load_same_weights, logits_case, max_diff,
-                    meta_param_counts, slots_in_use_bytes, twins)
+from parity import checked_preset, load_same_weights, max_diff, slots_in_use_bytes, twin_case
 
 TOL = 1e-4
 T, PREFILL, BATCH = 22, 9, 2  # a prompt of chunks 4, 4 and 1, then 13 cached decode steps
@@ -32,9 +30,7 @@ granite = tiny_granite  # the tiny MoE hybrid (tests/hybrid_specs.py)
 
 @pytest.fixture(scope="module", params=["moe", "dense"])
 def setup(request):
-    spec = granite() if request.param == "moe" else granite(ffn=DENSE)
-    hf, ours = twins(spec)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(granite() if request.param == "moe" else granite(ffn=DENSE), T)
 
 
 def test_transformers_builds_the_same_layers(setup):
@@ -138,15 +134,10 @@ PRESETS = {"granite-4.0-h-tiny": (6_939_037_248, 1_465_470_528),
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_params_on_meta_equal_transformers_and_the_estimate(name):
-    spec = load_spec(name)
-    total, active = PRESETS[name]
-    ours, theirs, model = meta_param_counts(spec)
     # the attention-only member is Granite's network: archscope writes it as GraniteForCausalLM
-    assert type(model).__name__ == ("GraniteForCausalLM" if name == "granite-4.0-micro"
-                                    else "GraniteMoeHybridForCausalLM")
-    assert ours == theirs == count_params(spec).total == total
-    assert count_params(spec).active == active_params_from_modules(
-        build_model(spec, device="meta")) == active
+    _, p, _ = checked_preset(name, "GraniteForCausalLM" if name == "granite-4.0-micro"
+                             else "GraniteMoeHybridForCausalLM")
+    assert (p.total, p.active) == PRESETS[name]
 
 
 def test_the_attention_only_member_counts_alike_in_its_own_class():

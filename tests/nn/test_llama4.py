@@ -12,11 +12,9 @@ device.
 import pytest
 import torch
 
-from archscope.estimate import count_params, decode_flops, prefill_flops
-from archscope.nn import build_model
-from archscope.spec import load_spec
-from parity import (active_params_from_modules, decode_stepwise, hf_eager_prefill_flops,
-                    load_same_weights, logits_case, max_diff, meta_param_counts, tiny_spec, twins)
+from archscope.estimate import decode_flops, prefill_flops
+from parity import (checked_preset, decode_stepwise, hf_eager_prefill_flops, load_same_weights,
+                    max_diff, tiny_spec, twin_case)
 
 TOL = 1e-4
 T, PREFILL, CHUNK = 22, 9, 4
@@ -33,9 +31,7 @@ L4 = dict(n_layers=4, position=dict(kind="rope", theta=10000.0, interleaved=True
 
 @pytest.fixture(scope="module")
 def setup():
-    spec = tiny_spec(**L4)
-    hf, ours = twins(spec)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(tiny_spec(**L4), T)
 
 
 def test_transformers_builds_llama4_with_our_layers(setup):
@@ -108,12 +104,7 @@ def test_a_chunked_layer_holds_one_chunk(setup):
 
 
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
-    spec = load_spec("llama-4-scout")
-    counted, theirs_count, theirs = meta_param_counts(spec)
-    assert type(theirs).__name__ == "Llama4ForCausalLM"
+    spec, p, theirs = checked_preset("llama-4-scout", "Llama4ForCausalLM")
     assert theirs.config.no_rope_layers == [1, 1, 1, 0] * 12
     assert theirs.config.layer_types == [layer.layer_type for layer in spec.plan]
-    params = count_params(spec)
-    assert counted == theirs_count == params.total == 107_769_861_120
-    model = build_model(spec, device="meta")
-    assert active_params_from_modules(model) == params.active == 17_172_894_720
+    assert (p.total, p.active) == (107_769_861_120, 17_172_894_720)

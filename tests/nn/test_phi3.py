@@ -10,10 +10,8 @@ import pytest
 import torch
 import transformers
 
-from archscope.estimate import count_params
-from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
-from parity import load_same_weights, logits_case, max_diff, meta_param_counts, tiny_spec, twins
+from parity import checked_preset, load_same_weights, max_diff, tiny_spec, twin_case
 
 TOL = 1e-4
 T = 20
@@ -31,9 +29,7 @@ FAMILIES = {  # GQA (so the k and v slices of qkv_proj are narrower than q's)
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def family(request):
-    spec = tiny_spec(**FAMILIES[request.param])
-    hf, ours = twins(spec)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(tiny_spec(**FAMILIES[request.param]), T)
 
 
 def test_transformers_builds_phi3_with_the_fused_tensors(family):
@@ -72,15 +68,12 @@ def test_a_wrong_split_order_breaks_parity(family, wrong):
 
 
 def test_phi4_params_on_meta_equal_transformers_and_the_estimate():
-    spec = load_spec("phi-4")
-    config = spec_to_hf_config(spec)
-    assert config["architectures"] == ["Phi3ForCausalLM"]
-    counted, theirs_count, theirs = meta_param_counts(spec)
-    assert counted == theirs_count == count_params(spec).total
-    assert counted == 14_659_507_200  # "14B" on the card
+    spec, p, theirs = checked_preset("phi-4", "Phi3ForCausalLM")
+    assert spec_to_hf_config(spec)["architectures"] == ["Phi3ForCausalLM"]
+    assert p.total == p.active == 14_659_507_200  # "14B" on the card
     # the breakdown names the checkpoint's tensors, with their sizes
-    shapes = {n: p.shape for n, p in theirs.named_parameters()}
-    breakdown = count_params(spec).breakdown
+    shapes = {n: x.shape for n, x in theirs.named_parameters()}
+    breakdown = p.breakdown
     for part, hf in (("attention.qkv_proj", "self_attn.qkv_proj"),
                      ("ffn.gate_up_proj", "mlp.gate_up_proj")):
         assert breakdown[part] == spec.n_layers * shapes[f"model.layers.0.{hf}.weight"].numel()

@@ -7,15 +7,10 @@ parameters on the meta device (total and active) against the card.
 
 import pytest
 import torch
-import transformers
 
-from archscope.estimate import count_params
-from archscope.nn import build_model
 from archscope.nn.moe import Router
-from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
-from parity import (active_params_from_modules, load_same_weights, logits_case, max_diff,
-                    tiny_spec, twins)
+from parity import checked_preset, load_same_weights, max_diff, tiny_spec, twin_case
 
 T = 20
 
@@ -32,9 +27,7 @@ def _spec(normalize: bool):
 
 @pytest.fixture(scope="module", params=[True, False], ids=["normalize", "plain"])
 def family(request):
-    spec = _spec(request.param)
-    hf, ours = twins(spec)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(_spec(request.param), T)
 
 
 def test_transformers_builds_the_family_class_with_its_dense_layer(family):
@@ -68,16 +61,8 @@ def test_the_other_normalisation_breaks_parity(family):
 
 
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
-    spec = load_spec("qwen3-30b-a3b")
-    config = spec_to_hf_config(spec)
-    assert config["architectures"] == ["Qwen3MoeForCausalLM"]
-    with torch.device("meta"):
-        theirs = transformers.AutoModelForCausalLM.from_config(
-            transformers.AutoConfig.for_model(**config))
-    ours = build_model(spec, device="meta")
-    p = count_params(spec)
-    counted = sum(x.numel() for x in ours.parameters())
-    assert counted == sum(x.numel() for x in theirs.parameters()) == p.total == 30_532_122_624
-    assert p.active == active_params_from_modules(ours) == 3_353_032_704
+    spec, p, _ = checked_preset("qwen3-30b-a3b", "Qwen3MoeForCausalLM")
+    assert spec_to_hf_config(spec)["architectures"] == ["Qwen3MoeForCausalLM"]
+    assert (p.total, p.active) == (30_532_122_624, 3_353_032_704)
     # the card: "30.5B in total and 3.3B activated" (3.35B, cut rather than rounded)
     assert round(p.total / 1e9, 1) == 30.5 and 3.3e9 <= p.active < 3.4e9

@@ -13,16 +13,13 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from archscope.estimate import count_params, decode_flops, kv_cache_bytes, prefill_flops
+from archscope.estimate import decode_flops, kv_cache_bytes, prefill_flops
 from archscope.estimate.state import state_bytes
 from archscope.kinds import gated_deltanet as gdn
 from archscope.measure.reference import cache_kwargs, returned_cache
-from archscope.nn import build_model
 from archscope.nn.cache import LayerCache
-from archscope.spec import load_spec
-from parity import (active_params_from_modules, hf_eager_prefill_flops, load_same_weights,
-                    logits_case, max_diff, meta_param_counts, slots_in_use_bytes, tiny_spec,
-                    twins)
+from parity import (checked_preset, hf_eager_prefill_flops, load_same_weights, max_diff,
+                    slots_in_use_bytes, tiny_spec, twin_case)
 
 TOL = 1e-4
 T, PREFILL = 84, 70  # transformers scans in chunks of 64 (spec: chunk_size 64): 70 = 64 + 6
@@ -46,9 +43,7 @@ def qwen3_next(**changes):
 
 @pytest.fixture(scope="module")
 def setup():
-    spec = qwen3_next()
-    hf, ours = twins(spec)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(qwen3_next(), T)
 
 
 @torch.no_grad()
@@ -177,13 +172,9 @@ def test_cache_bytes_equal_the_estimate_and_transformers(setup):
 
 
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
-    spec = load_spec("qwen3-next-80b-a3b")
-    ours, theirs, model = meta_param_counts(spec)
-    assert type(model).__name__ == "Qwen3NextForCausalLM"
-    p = count_params(spec)
-    assert ours == theirs == p.total == 79_674_391_296  # "80B total" on the card
-    assert p.active == active_params_from_modules(build_model(spec, device="meta")) \
-        == 3_874_929_408  # "3B active" (embedding and head included here)
+    spec, p, _ = checked_preset("qwen3-next-80b-a3b", "Qwen3NextForCausalLM")
+    assert p.total == 79_674_391_296  # "80B total" on the card
+    assert p.active == 3_874_929_408  # "3B active" (embedding and head included here)
     assert p.mtp == 1_650_471_424  # the mtp.* module: one attention + MoE layer, fc, norms
     assert [layer.layer_type for layer in spec.plan].count("full_attention") == 12
 

@@ -12,7 +12,7 @@ from archscope.nn import build_model
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import hf_to_ours, table_for
-from parity import logits_case, max_diff, meta_param_counts, tiny_spec, twins
+from parity import checked_preset, max_diff, tiny_spec, twin_case
 
 T = 20
 
@@ -31,9 +31,7 @@ PRESETS = {"qwen3-0.6b": "Qwen3ForCausalLM", "qwen3-8b": "Qwen3ForCausalLM",
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def family(request):
-    spec = tiny_spec(**FAMILIES[request.param])
-    hf, ours = twins(spec)
-    return (request.param, *logits_case(spec, hf, ours, T))
+    return (request.param, *twin_case(tiny_spec(**FAMILIES[request.param]), T))
 
 
 def test_removing_the_qk_norm_breaks_parity(family):
@@ -53,12 +51,9 @@ def test_removing_the_qk_norm_breaks_parity(family):
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_params_on_meta_equal_transformers_and_the_estimate(name):
-    spec = load_spec(name)
-    config = spec_to_hf_config(spec)
-    assert config["architectures"] == [PRESETS[name]]
-    counted, theirs_count, theirs = meta_param_counts(spec)
-    assert counted == theirs_count == count_params(spec).total
-    qk = count_params(spec).breakdown
+    spec, p, _ = checked_preset(name, PRESETS[name])
+    assert spec_to_hf_config(spec)["architectures"] == [PRESETS[name]]
+    qk = p.breakdown
     width = spec.attention.head_dim if spec.attention.qk_norm == "head" else spec.d_model
     assert qk["attention.q_norm"] == spec.n_layers * width  # OLMo 2 7B: MHA, q and k d_model
 

@@ -7,10 +7,8 @@ and the preset's parameters on the meta device.
 import pytest
 import torch
 
-from archscope.estimate import count_params
-from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
-from parity import load_same_weights, logits_case, max_diff, meta_param_counts, tiny_spec, twins
+from parity import checked_preset, load_same_weights, max_diff, tiny_spec, twin_case
 
 T = 20
 
@@ -21,9 +19,7 @@ NOPE = dict(n_layers=4, tie_embeddings=True, norm=dict(kind="rmsnorm", eps=1e-6)
 
 @pytest.fixture(scope="module")
 def setup():
-    spec = tiny_spec(**NOPE)
-    hf, ours = twins(spec)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(tiny_spec(**NOPE), T)
 
 
 def test_transformers_builds_smollm3_with_our_nope_layers(setup):
@@ -48,10 +44,7 @@ def test_nope_modules_do_not_rotate(setup):
 
 
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
-    spec = load_spec("smollm3-3b")
-    config = spec_to_hf_config(spec)
-    assert config["architectures"] == ["SmolLM3ForCausalLM"]
-    counted, theirs_count, theirs = meta_param_counts(spec)
+    spec, p, theirs = checked_preset("smollm3-3b", "SmolLM3ForCausalLM")
+    assert spec_to_hf_config(spec)["architectures"] == ["SmolLM3ForCausalLM"]
     assert theirs.config.no_rope_layers == [int((i + 1) % 4 != 0) for i in range(36)]
-    assert counted == theirs_count == count_params(spec).total
-    assert counted == 3_075_098_624
+    assert p.total == 3_075_098_624

@@ -1,6 +1,7 @@
 """HF config.json interop for qwen3_next (Qwen3-Next): the published config.json facts import
-to the preset, the preset exports to Qwen3NextForCausalLM, layer types come from layer_types or full_attention_interval, and what the class cannot hold
-(or transformers refuses) is named by its key.
+to the preset, the preset exports to Qwen3NextForCausalLM, layer types come from layer_types or
+full_attention_interval, and what the class cannot hold (or transformers refuses) is named by
+its key.
 """
 
 import pytest
