@@ -42,6 +42,17 @@ def randomised(model, seed: int = 0, std: float = 0.2):
     return model.eval()
 
 
+# Changes to tiny_spec for a small MoE and an MLA + MoE model, shared by the tests that run one
+# of each (their checkpoints, their compiled decode).
+TINY_MOE = dict(ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16,
+                         router=dict(method="greedy", normalize=True)))
+TINY_MLA_MOE = dict(
+    attention=dict(kind="mla", n_heads=4, q_lora_rank=16, kv_lora_rank=12, qk_nope_head_dim=8,
+                   qk_rope_head_dim=4, v_head_dim=8),
+    ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16, n_shared_experts=1,
+             router=dict(method="greedy", normalize=False, scaling_factor=1.0)))
+
+
 def hf_model(spec: ModelSpec, seed: int = 0, std: float = 0.2):
     """transformers' own class for the spec's exported config, randomised (`randomised`)."""
     config_dict = spec_to_hf_config(spec)
@@ -177,6 +188,22 @@ def checked_preset(name: str, hf_class: str):
         sum(x.numel() for x in theirs.parameters())
     assert p.active == active_params_from_modules(ours)
     return spec, p, theirs
+
+
+def routed(model, ids: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each router's (input, chosen experts) in one forward of `ids`, in layer order."""
+    from archscope.nn.moe import Router
+
+    calls = []
+    hooks = [m.register_forward_hook(lambda m, args, out: calls.append((args[0], out[1])))
+             for m in model.modules() if isinstance(m, Router)]
+    try:
+        with torch.no_grad():
+            model(ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    return calls
 
 
 def active_params_from_modules(model) -> int:

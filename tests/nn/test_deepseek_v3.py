@@ -12,9 +12,8 @@ import copy
 import pytest
 import torch
 
-from archscope.nn.moe import Router
-from parity import (checked_preset, load_same_weights, max_diff, random_correction_bias, tiny_spec,
-                    twin_case)
+from parity import (checked_preset, load_same_weights, max_diff, random_correction_bias, routed,
+                    tiny_spec, twin_case)
 
 T = 20
 _YARN = {"kind": "yarn", "factor": 4.0, "original_max_seq_len": 32, "beta_fast": 32.0,
@@ -53,14 +52,7 @@ def test_transformers_builds_the_family_class(family):
 
 
 def _picks(model, ids):
-    picks = []
-    hooks = [m.register_forward_hook(lambda m, a, out: picks.append(out[1]))
-             for m in model.modules() if isinstance(m, Router)]
-    with torch.no_grad():
-        model(ids)
-    for h in hooks:
-        h.remove()
-    return picks
+    return [index for _, index in routed(model, ids)]
 
 
 def _unbiased(ours):

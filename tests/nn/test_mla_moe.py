@@ -26,7 +26,7 @@ from archscope.nn.moe import MoE, Router, experts_batched, experts_reference  # 
 from archscope.spec import load_spec  # noqa: E402
 from archscope.spec.loader import spec_from_mapping  # noqa: E402
 from archscope.spec.hf import spec_to_hf_config  # noqa: E402
-from parity import max_diff, twins  # noqa: E402
+from parity import max_diff, routed, twins  # noqa: E402
 
 ATOL = 1e-4
 
@@ -167,17 +167,7 @@ def test_mla_decode_forms_match_transformers(name, form):
 def test_routing_is_not_vacuous(name):
     """Tokens pick different experts, and group-limited routing changes some picks."""
     spec, _, ours = paired_models(name)
-    inputs, picks = [], []
-
-    def record(module, args, out):  # returns None, so the output is left alone
-        inputs.append(args[0])
-        picks.append(out[1])
-
-    hooks = [m.register_forward_hook(record) for m in ours.modules() if isinstance(m, Router)]
-    with torch.no_grad():
-        ours(_ids(spec.vocab_size))
-    for h in hooks:
-        h.remove()
+    inputs, picks = zip(*routed(ours, _ids(spec.vocab_size)))
     for index in picks:
         assert len({tuple(sorted(row.tolist())) for row in index}) > 3
     router = next(layer.ffn.routing for layer in spec.plan if layer.is_moe)

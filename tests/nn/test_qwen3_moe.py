@@ -8,9 +8,8 @@ parameters on the meta device (total and active) against the card.
 import pytest
 import torch
 
-from archscope.nn.moe import Router
 from archscope.spec.hf import spec_to_hf_config
-from parity import checked_preset, load_same_weights, max_diff, tiny_spec, twin_case
+from parity import checked_preset, load_same_weights, max_diff, routed, tiny_spec, twin_case
 
 T = 20
 
@@ -40,14 +39,8 @@ def test_transformers_builds_the_family_class_with_its_dense_layer(family):
 
 
 def test_routing_is_not_vacuous(family):
-    spec, _, ours, ids, _ = family
-    picks = []
-    hooks = [m.register_forward_hook(lambda m, a, out: picks.append(out[1]))
-             for m in ours.modules() if isinstance(m, Router)]
-    with torch.no_grad():
-        ours(ids)
-    for h in hooks:
-        h.remove()
+    _, _, ours, ids, _ = family
+    picks = [index for _, index in routed(ours, ids)]
     assert len(picks) == 2  # layers 0 and 2
     assert all(len({tuple(sorted(row.tolist())) for row in index}) > 3 for index in picks)
 
