@@ -183,4 +183,12 @@ FAMILY_CASES = [
                                   linear_value_head_dim=8, linear_conv_kernel_dim=4,
                                   full_attention_interval=2),
                flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
+    FamilyCase("qwen2_moe", dict(SHAPE, num_hidden_layers=3, num_experts=4,
+                                 num_experts_per_tok=2, moe_intermediate_size=32,
+                                 shared_expert_intermediate_size=48, mlp_only_layers=[1],
+                                 use_sliding_window=True, sliding_window=6, max_window_layers=2,
+                                 norm_topk_prob=False)),
+    FamilyCase("olmoe", dict(SHAPE, num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
+                             attention_bias=True, **NO_IDS)),
+    FamilyCase("flex_olmo", dict(SHAPE, num_experts=4, num_experts_per_tok=2, **NO_IDS)),
 ]
