@@ -95,6 +95,8 @@ _DEEPSEEK = dict({k: v for k, v in SHAPE.items() if k != "head_dim"}, **_MLA,
                  num_key_value_heads=4, moe_intermediate_size=32,
                  n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
                  first_k_dense_replace=1, n_group=2, topk_group=1, routed_scaling_factor=1.5)
+_GRANITE_MULTIPLIERS = dict(embedding_multiplier=4.0, attention_multiplier=0.2,
+                            residual_multiplier=0.5, logits_scaling=2.0)
 _MAMBA = dict(mamba_n_heads=4, mamba_d_head=32, mamba_expand=2, mamba_d_state=8,
               mamba_n_groups=2, mamba_d_conv=4, mamba_chunk_size=8)
 
@@ -191,4 +193,11 @@ FAMILY_CASES = [
     FamilyCase("olmoe", dict(SHAPE, num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
                              attention_bias=True, **NO_IDS)),
     FamilyCase("flex_olmo", dict(SHAPE, num_experts=4, num_experts_per_tok=2, **NO_IDS)),
+    FamilyCase("granitemoeshared", dict(SHAPE, num_local_experts=4, num_experts_per_tok=2,
+                                        shared_intermediate_size=48, **_GRANITE_MULTIPLIERS,
+                                        **NO_IDS)),
+    FamilyCase("granitemoe_swa", dict(SHAPE, num_hidden_layers=3, num_local_experts=4,
+                                      num_experts_per_tok=2, shared_intermediate_size=48,
+                                      sliding_window=6, layer_rope_theta=[0, 1e4, 5e5],
+                                      **_GRANITE_MULTIPLIERS, **NO_IDS)),
 ]
