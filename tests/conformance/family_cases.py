@@ -212,4 +212,15 @@ FAMILY_CASES = [
                                                                             "sparse"],
                                   sliding_window=6, sliding_window_pattern=2, **NO_IDS),
                prepare=random_correction_bias),
+    FamilyCase("minimax_m2", dict(SHAPE, num_local_experts=4, num_experts_per_tok=2,
+                                  rotary_dim=8, **NO_IDS),
+               prepare=random_correction_bias),
+    FamilyCase("solar_open", dict(SHAPE, moe_intermediate_size=32, n_routed_experts=4,
+                                  num_experts_per_tok=2, n_shared_experts=1, n_group=2,
+                                  topk_group=1, attention_bias=True),
+               prepare=random_correction_bias),
+    FamilyCase("glm4_moe_lite", dict({k: v for k, v in _DEEPSEEK.items()
+                                      if k != "first_k_dense_replace"},
+                                     mlp_layer_types=["dense", "sparse"]),
+               prepare=random_correction_bias),
 ]

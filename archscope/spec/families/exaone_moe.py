@@ -41,11 +41,13 @@ def _layer_types(c: Keys, n: int, window: int | None) -> list[str]:
     return types
 
 
-def dense_layers(c: Keys, n: int) -> list[int]:
-    """The layers mlp_layer_types marks "dense" (absent: the first first_k_dense_replace)."""
+def dense_layers(c: Keys, n: int, first: int | None = None) -> list[int]:
+    """The layers mlp_layer_types marks "dense" (absent: the first `first`, else the first
+    first_k_dense_replace)."""
     types = c.raw.get("mlp_layer_types")
     if types is None:
-        return list(range(min(c.size("first_k_dense_replace", least=0), n)))
+        k = c.size("first_k_dense_replace", least=0) if first is None else first
+        return list(range(min(k, n)))
     _check_types(c, types, n, _MLP_TYPES, "dense or sparse")
     return [i for i, t in enumerate(types) if t == "dense"]
 
