@@ -28,6 +28,10 @@ class FamilyCase:
     name: str = ""  # the test id (default: model_type)
     hf_type: str | None = None  # the registered type whose class builds it (kimi_k2's)
     text_config: bool = False  # a multimodal wrapper: its text model is built and compared
+    # transformers builds the text model only inside its multimodal class (Qwen3-VL): the
+    # checks run that class on text alone, its vision tower's parameters (the family's
+    # skipped_prefixes) left out
+    multimodal_only: bool = False
     tolerance: float = 1e-4
     # the cached decode's, where a recurrent state sums in another order than the reference's
     # chunked scan (transformers' full-sequence forward) and rounding grows along the steps
@@ -97,6 +101,12 @@ _DEEPSEEK = dict({k: v for k, v in SHAPE.items() if k != "head_dim"}, **_MLA,
                  first_k_dense_replace=1, n_group=2, topk_group=1, routed_scaling_factor=1.5)
 _GRANITE_MULTIPLIERS = dict(embedding_multiplier=4.0, attention_multiplier=0.2,
                             residual_multiplier=0.5, logits_scaling=2.0)
+# Qwen3-VL: its text RoPE's M-RoPE sections (4 + 2 + 2 pairs of a 16-dim head) and a small
+# vision tower, which the checks leave out
+_MROPE = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [4, 2, 2],
+          "mrope_interleaved": True}
+_QWEN3_VL_VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                        out_hidden_size=64, deepstack_visual_indexes=[0])
 _MAMBA = dict(mamba_n_heads=4, mamba_d_head=32, mamba_expand=2, mamba_d_state=8,
               mamba_n_groups=2, mamba_d_conv=4, mamba_chunk_size=8)
 
@@ -223,4 +233,15 @@ FAMILY_CASES = [
                                       if k != "first_k_dense_replace"},
                                      mlp_layer_types=["dense", "sparse"]),
                prepare=random_correction_bias),
+    FamilyCase("qwen3_vl", dict(text_config=dict(SHAPE, attention_bias=True,
+                                                 rope_parameters=_MROPE),
+                                vision_config=_QWEN3_VL_VISION, tie_word_embeddings=False),
+               multimodal_only=True),
+    FamilyCase("qwen3_vl_moe", dict(text_config=dict(SHAPE, num_hidden_layers=3, num_experts=4,
+                                                     num_experts_per_tok=2,
+                                                     moe_intermediate_size=32,
+                                                     mlp_only_layers=[1],
+                                                     rope_parameters=_MROPE),
+                                    vision_config=_QWEN3_VL_VISION, tie_word_embeddings=True),
+               multimodal_only=True),
 ]
