@@ -20,9 +20,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from archscope.errors import SpecError, quote
+from archscope.errors import MESSAGE_MAX, SpecError, quote
 from archscope.spec.families.base import Family
-from archscope.spec.families.registry import families, find
+from archscope.spec.families.registry import depth, families, find
 from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, what
 
 EXTRA_KEY = "archscope"
@@ -99,8 +99,17 @@ def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
         # a non-string is named by its type: the list of model types leaves little room
         shown = quote(model_type) if isinstance(model_type, str) or model_type is None \
             else f"(a {type(model_type).__name__})"
-        raise SpecError(f"unsupported model type {shown}; archscope reads "
-                        f"{', '.join(families())}", where=where, key="model_type")
+        table = families()
+        head = f"unsupported model type {shown}; archscope reads {len(table)} model types: "
+        # the list outgrows a message: the classes others are declared from first, then those
+        # that write configs, roots first; as many as fit beside the file's name (and the
+        # CLI's "error: ")
+        known = ", ".join(sorted(table, key=lambda t: (not table[t].generic, table[t].write is None,
+                                                       depth(table[t]), t)))
+        room = MESSAGE_MAX - len(f"error: {where}: model_type: {head}, ...")
+        if len(known) > room:
+            known = known[:known.rfind(", ", 0, room)] + ", ..."
+        raise SpecError(head + known, where=where, key="model_type")
     for key, value in family.fixed.items():
         if raw.get(key, value) is not value:
             raise SpecError(f"archscope only models {json.dumps(value)}, {what(raw[key])}",

@@ -112,5 +112,5 @@ DOTS1 = QWEN3.but(
     exports=lambda s: head_norm(s) and sigmoid_routed(s), ffns=("moe", "swiglu"),
     weights=QWEN3.weights + MOE_NAMES, per_expert=PER_EXPERT,
     spec_keys=QWEN3.key_table(**MOE_KEYS, layers="layer_types"),
-    names=("dots",), doc="Qwen3 + DeepSeek-V3's MoE")
+    doc="Qwen3 + DeepSeek-V3's MoE")
 FAMILIES = (DOTS1,)

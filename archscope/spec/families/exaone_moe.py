@@ -105,5 +105,5 @@ EXAONE_MOE = DOTS1.but(
                                              "ffn.n_shared_experts": "num_shared_experts",
                                              "attention.rope": "sliding_window",
                                              "layers": "layer_types"}),
-    names=("exaone",), doc="dots.llm1 + EXAONE 4's sliding layers with NoPE global layers")
+    doc="dots.llm1 + EXAONE 4's sliding layers with NoPE global layers")
 FAMILIES = (EXAONE_MOE,)

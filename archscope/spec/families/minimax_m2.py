@@ -81,6 +81,6 @@ MINIMAX_M2 = MIXTRAL.but(
          f"{_MLP}.e_score_correction_bias"),),
     spec_keys=MIXTRAL.key_table(**{"attention.rotary_fraction": "partial_rotary_factor",
                                    "ffn.d_expert": "intermediate_size"}),
-    names=("minimax",), doc="Mixtral + full-width QK-norm + partial RoPE + a sigmoid router "
-                            "with a correction bias")
+    doc="Mixtral + full-width QK-norm + partial RoPE + a sigmoid router with a correction "
+        "bias")
 FAMILIES = (MINIMAX_M2,)

@@ -29,6 +29,6 @@ def read(c: Keys) -> dict:
 
 SOLAR_OPEN = GLM4_MOE.but(
     "solar_open", "SolarOpenForCausalLM", read=read, ffns=("moe",),
-    per_expert=GLM4_MOE.per_expert, names=("solar",),
+    per_expert=GLM4_MOE.per_expert,
     doc="GLM-4.5 without QK-norm or dense layers")
 FAMILIES = (SOLAR_OPEN,)
