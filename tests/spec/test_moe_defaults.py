@@ -20,7 +20,11 @@ from archscope.spec.families.registry import find
 # Dots1Config's defaults leave the experts unset (n_routed_experts, num_experts_per_tok and
 # n_shared_experts are None), and its class cannot be built from them: the smallest fix, the
 # published dots.llm1's three values (rednote-hilab/dots.llm1.base, config.json)
-_FIXES = {"dots1": dict(n_routed_experts=128, num_experts_per_tok=6, n_shared_experts=2)}
+# ExaoneMoeConfig's defaults give its sliding layers a window of 4,096 in a context of 2,048,
+# which archscope refuses as a spec (a window longer than the context, DESIGN.md section 6):
+# the context raised to the window
+_FIXES = {"dots1": dict(n_routed_experts=128, num_experts_per_tok=6, n_shared_experts=2),
+          "exaone_moe": dict(max_position_embeddings=4096)}
 READ = ["qwen2_moe", "olmoe", "flex_olmo", "granitemoeshared", "granitemoe_swa", "dots1",
         "exaone_moe", "glm4_moe_lite", "minimax_m2", "solar_open", "qwen3_vl", "qwen3_vl_moe"]
 # model_type -> the config key its refusal names
@@ -48,7 +52,6 @@ def _their_count(model_type: str) -> int:
                if not (skipped and name.startswith(skipped)))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("model_type", READ)
 def test_the_default_config_is_counted_exactly(model_type, tmp_path):
     assert count_params(_spec(model_type, tmp_path)).total == _their_count(model_type)
