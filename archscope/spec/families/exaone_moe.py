@@ -12,10 +12,10 @@ null sliding_window then fails in transformers itself, and is refused here.
 from __future__ import annotations
 
 from archscope.spec.families.deepseek_v2 import PER_EXPERT
+from archscope.spec.families.deepseek_v3 import sigmoid_routed
 from archscope.spec.families.dots1 import DOTS1, MOE_KEYS, moe_keys, sigmoid_moe, with_dense
 from archscope.spec.families.llama import read as read_llama
 from archscope.spec.families.qwen3 import QWEN3, head_norm
-from archscope.spec.families.deepseek_v3 import sigmoid_routed
 from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import _check_types, _patch, _select
 from archscope.spec.hf_writers_base import without
