@@ -28,8 +28,14 @@ from archscope.spec.schema import ModelSpec
 def windows(c: Keys, out: dict) -> dict:
     """The sliding layers by Qwen2MoeConfig's rule (see the module doc)."""
     n = out["n_layers"]
-    window, first = c.size("sliding_window", null=True), c.size("max_window_layers", least=0)
+    # 0: what Qwen2MoeConfig saves when use_sliding_window is false
+    window, first = c.size("sliding_window", null=True, least=0), c.size("max_window_layers",
+                                                                         least=0)
     on = c.flag("use_sliding_window")
+    if on and window == 0:
+        raise c.error("sliding_window", "is 0 with use_sliding_window true: the window would "
+                                        "mask every key")
+    window = window or None
     types = c.get("layer_types", None)
     if types is None:
         types = ["sliding_attention" if (i + 1) % 2 and i < first and on else "full_attention"
