@@ -20,9 +20,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from archscope.errors import SpecError, quote
+from archscope.errors import MESSAGE_MAX, SpecError, quote
 from archscope.spec.families.base import Family
-from archscope.spec.families.registry import families, find
+from archscope.spec.families.registry import depth, families, find
 from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, what
 
 EXTRA_KEY = "archscope"

@@ -28,6 +28,10 @@ class FamilyCase:
     name: str = ""  # the test id (default: model_type)
     hf_type: str | None = None  # the registered type whose class builds it (kimi_k2's)
     text_config: bool = False  # a multimodal wrapper: its text model is built and compared
+    # transformers builds the text model only inside its multimodal class (Qwen3-VL): the
+    # checks run that class on text alone, its vision tower's parameters (the family's
+    # skipped_prefixes) left out
+    multimodal_only: bool = False
     tolerance: float = 1e-4
     # the cached decode's, where a recurrent state sums in another order than the reference's
     # chunked scan (transformers' full-sequence forward) and rounding grows along the steps
@@ -89,6 +93,14 @@ _DEEPSEEK = dict({k: v for k, v in SHAPE.items() if k != "head_dim"}, **_MLA,
 # YaRN over a 32-token original context (the cases' mscale pairs added)
 _YARN = dict(rope_type="yarn", rope_theta=1e4, factor=4.0, beta_fast=32.0, beta_slow=1.0,
              original_max_position_embeddings=32)
+_GRANITE_MULTIPLIERS = dict(embedding_multiplier=4.0, attention_multiplier=0.2,
+                            residual_multiplier=0.5, logits_scaling=2.0)
+# Qwen3-VL: its text RoPE's M-RoPE sections (4 + 2 + 2 pairs of a 16-dim head) and a small
+# vision tower, which the checks leave out
+_MROPE = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [4, 2, 2],
+          "mrope_interleaved": True}
+_QWEN3_VL_VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                        out_hidden_size=64, deepstack_visual_indexes=[0])
 _MAMBA = dict(mamba_n_heads=4, mamba_d_head=32, mamba_expand=2, mamba_d_state=8,
               mamba_n_groups=2, mamba_d_conv=4, mamba_chunk_size=8)
 
@@ -241,4 +253,53 @@ FAMILY_CASES = [
                                   tie_word_embeddings=True, embedding_multiplier=3.0,
                                   attention_multiplier=0.2, residual_multiplier=0.5,
                                   logits_scaling=2.0), name="granitemoe-tied"),
+    FamilyCase("qwen2_moe", dict(SHAPE, num_hidden_layers=3, num_experts=4,
+                                 num_experts_per_tok=2, moe_intermediate_size=32,
+                                 shared_expert_intermediate_size=48, mlp_only_layers=[1],
+                                 use_sliding_window=True, sliding_window=6, max_window_layers=2,
+                                 norm_topk_prob=False)),
+    FamilyCase("olmoe", dict(SHAPE, num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
+                             attention_bias=True, **NO_IDS)),
+    FamilyCase("flex_olmo", dict(SHAPE, num_experts=4, num_experts_per_tok=2, **NO_IDS)),
+    FamilyCase("granitemoeshared", dict(SHAPE, num_local_experts=4, num_experts_per_tok=2,
+                                        shared_intermediate_size=48, **_GRANITE_MULTIPLIERS,
+                                        **NO_IDS)),
+    FamilyCase("granitemoe_swa", dict(SHAPE, num_hidden_layers=3, num_local_experts=4,
+                                      num_experts_per_tok=2, shared_intermediate_size=48,
+                                      sliding_window=6, layer_rope_theta=[0, 1e4, 5e5],
+                                      **_GRANITE_MULTIPLIERS, **NO_IDS)),
+    FamilyCase("dots1", dict(SHAPE, num_hidden_layers=3, moe_intermediate_size=32,
+                             n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+                             first_k_dense_replace=1, n_group=2, topk_group=1,
+                             routed_scaling_factor=1.5, norm_topk_prob=True, sliding_window=6,
+                             max_window_layers=1),
+               prepare=random_correction_bias),
+    FamilyCase("exaone_moe", dict(SHAPE, num_hidden_layers=3, moe_intermediate_size=32,
+                                  num_experts=4, num_experts_per_tok=2, num_shared_experts=1,
+                                  n_group=2, topk_group=1, mlp_layer_types=["sparse", "dense",
+                                                                            "sparse"],
+                                  sliding_window=6, sliding_window_pattern=2, **NO_IDS),
+               prepare=random_correction_bias),
+    FamilyCase("minimax_m2", dict(SHAPE, num_local_experts=4, num_experts_per_tok=2,
+                                  rotary_dim=8, **NO_IDS),
+               prepare=random_correction_bias),
+    FamilyCase("solar_open", dict(SHAPE, moe_intermediate_size=32, n_routed_experts=4,
+                                  num_experts_per_tok=2, n_shared_experts=1, n_group=2,
+                                  topk_group=1, attention_bias=True),
+               prepare=random_correction_bias),
+    FamilyCase("glm4_moe_lite", dict({k: v for k, v in _DEEPSEEK.items()
+                                      if k != "first_k_dense_replace"},
+                                     mlp_layer_types=["dense", "sparse"]),
+               prepare=random_correction_bias),
+    FamilyCase("qwen3_vl", dict(text_config=dict(SHAPE, attention_bias=True,
+                                                 rope_parameters=_MROPE),
+                                vision_config=_QWEN3_VL_VISION, tie_word_embeddings=False),
+               multimodal_only=True),
+    FamilyCase("qwen3_vl_moe", dict(text_config=dict(SHAPE, num_hidden_layers=3, num_experts=4,
+                                                     num_experts_per_tok=2,
+                                                     moe_intermediate_size=32,
+                                                     mlp_only_layers=[1],
+                                                     rope_parameters=_MROPE),
+                                    vision_config=_QWEN3_VL_VISION, tie_word_embeddings=True),
+               multimodal_only=True),
 ]

@@ -75,6 +75,18 @@ def _text_type(case: FamilyCase) -> str:
     return _config(case).text_config.model_type if case.text_config else case.model_type
 
 
+def _hf_class(case: FamilyCase):
+    """The transformers Auto class that builds the compared model."""
+    return (transformers.AutoModelForImageTextToText if case.multimodal_only
+            else transformers.AutoModelForCausalLM)
+
+
+def _text_part(case: FamilyCase, named) -> dict:
+    """`named` (name -> tensor) less a multimodal-only class's vision tower."""
+    skipped = find(case.model_type).skipped_prefixes if case.multimodal_only else ()
+    return {k: v for k, v in named if not (skipped and k.startswith(skipped))}
+
+
 @pytest.fixture(scope="module", params=FAMILY_CASES, ids=lambda c: c.id)
 def built(request, tmp_path_factory) -> Built:
     case = request.param
@@ -85,14 +97,14 @@ def built(request, tmp_path_factory) -> Built:
         spec = load_spec(folder)
     config = _config(case)
     config = config.text_config if case.text_config else config
-    hf = randomised(transformers.AutoModelForCausalLM.from_config(
-        config, attn_implementation="eager"))
+    hf = randomised(_hf_class(case).from_config(config, attn_implementation="eager"))
     if case.prepare is not None:
         with torch.no_grad():
             case.prepare(hf)
     ours = build_model(spec)
     shapes = {k: v.shape for k, v in ours.state_dict().items()}
-    mapped, unmatched = hf_to_ours(table_for(_text_type(case)), hf.state_dict(), shapes)
+    mapped, unmatched = hf_to_ours(table_for(_text_type(case)),
+                                   _text_part(case, hf.state_dict().items()), shapes)
     assert not unmatched, f"no weight-name rule for {unmatched}"
     ours.load_state_dict(mapped, strict=True)
     ids = torch.randint(0, spec.vocab_size, (BATCH, T), generator=torch.Generator().manual_seed(1))
@@ -110,10 +122,11 @@ def test_the_family_reads_its_own_config(built):
 def test_parameters_on_meta_equal_transformers(built):
     config = _config(built.case)
     with torch.device("meta"):
-        theirs = transformers.AutoModelForCausalLM.from_config(
+        theirs = _hf_class(built.case).from_config(
             config.text_config if built.case.text_config else config)
     counted = sum(p.numel() for p in build_model(built.spec, device="meta").parameters())
-    assert count_params(built.spec).total == counted == sum(p.numel() for p in theirs.parameters())
+    text = _text_part(built.case, theirs.named_parameters())
+    assert count_params(built.spec).total == counted == sum(p.numel() for p in text.values())
 
 
 def test_active_parameters_equal_the_built_modules(built):
@@ -144,7 +157,7 @@ def test_prefill_flops_equal_transformers_eager(built):
 
     spec, tokens = built.spec, 10
     moe = any(layer.is_moe for layer in spec.plan)
-    eager = transformers.AutoModelForCausalLM.from_config(
+    eager = _hf_class(built.case).from_config(
         built.hf.config, attn_implementation="eager",
         **({"experts_implementation": "eager"} if moe else {})).eval()
     ids = built.ids[:, :tokens]
@@ -174,7 +187,7 @@ def test_a_checkpoint_transformers_saves_loads_here(built, tmp_path):
 
 
 def test_the_weight_table_round_trips_tensor_for_tensor(built):
-    theirs = built.hf.state_dict()
+    theirs = _text_part(built.case, built.hf.state_dict().items())
     back = ours_to_hf(table_for(_text_type(built.case)), built.ours.state_dict())
     assert set(back) == set(theirs)
     assert all(torch.equal(back[k], theirs[k]) for k in theirs)

@@ -70,7 +70,7 @@ def _shrink_ffn(f: dict) -> dict:
         out["top_k"] = min(f["top_k"], 2)
     if f.get("n_shared_experts"):
         out["n_shared_experts"] = min(f["n_shared_experts"], 2)
-    if "router" in f and f["router"].get("n_group"):
+    if "router" in f and (f["router"].get("n_group") or 0) > 1:  # one group stays one
         out["router"] = {**f["router"], "n_group": 2, "topk_group": 1}
     return out
 
