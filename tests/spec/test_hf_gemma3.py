@@ -158,9 +158,9 @@ def test_a_layer_cannot_change_the_position_kind():
     assert err.value.key == "layers" and "attention.rope: false" in str(err.value)
 
 
-def test_unit_offset_is_an_rmsnorm_switch():
-    with pytest.raises(SpecError) as err:
-        tiny_spec(norm=dict(kind="layernorm", eps=1e-5, unit_offset=True))
+def test_unit_offset_needs_a_weight():
+    with pytest.raises(SpecError) as err:  # (a LayerNorm's is Nemotron's LayerNorm1P)
+        tiny_spec(norm=dict(kind="layernorm", eps=1e-5, unit_offset=True, weight=False))
     assert err.value.key == "norm.unit_offset"
     assert tiny_spec(norm=dict(kind="rmsnorm", eps=1e-5, unit_offset=False)).norm.unit_offset \
         is None  # one spelling: false is the same network as absent
