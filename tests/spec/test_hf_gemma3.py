@@ -100,8 +100,14 @@ def test_sandwich_and_multipliers_export_as_gemma_not_granite():
     assert spec_to_hf_config(spec)["architectures"] == ["Gemma3ForCausalLM"]
     offset_only = tiny_spec(norm=dict(kind="rmsnorm", eps=1e-6, unit_offset=True),
                             multipliers=dict(embedding=8.0, attention=0.25))
-    with pytest.raises(SpecError) as err:  # Gemma's class, whose norms are a sandwich too
-        spec_to_hf_config(offset_only)
+    # pre-norm (1 + weight) RMSNorms without QK-norm: VaultGemma's class (Gemma 2 less its
+    # post-sublayer norms)
+    assert spec_to_hf_config(offset_only)["architectures"] == ["VaultGemmaForCausalLM"]
+    output_norms = tiny_spec(norm=dict(kind="rmsnorm", eps=1e-6, unit_offset=True,
+                                       position="output"),
+                             multipliers=dict(embedding=8.0, attention=0.25))
+    with pytest.raises(SpecError) as err:  # Gemma's class, whose norms are a sandwich
+        spec_to_hf_config(output_norms)
     assert "gemma3_text" in str(err.value) and err.value.key == "norm.position"
 
 
