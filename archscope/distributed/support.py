@@ -30,6 +30,8 @@ def check_supported(spec: ModelSpec, tp: int, ep: int) -> None:
                 refuse("a fused qkv_proj (q, k, v rows would not split per head)", p.index)
             if a.qk_norm == "full":
                 refuse("a full-width QK-norm (it normalises across all heads)", p.index)
+            if a.qk_norm == "per_head":
+                refuse("a QK-norm with a weight row per head (not sharded here)", p.index)
             if a.sinks:
                 refuse("attention sinks", p.index)
         if f is not None and f.fused_gate_up:

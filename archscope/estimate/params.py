@@ -33,6 +33,7 @@ from archscope.spec import ModelSpec
 GROUPS = ("embedding", "attention", "mixer", "ffn", "norms", "head")
 _GROUP_OF = {"embedding": "embedding", "positional": "embedding", "attention": "attention",
              "mixer": "mixer", "ffn": "ffn", "norms": "norms", "final_norm": "norms",
+             "embedding_norm": "norms",
              "lm_head": "head"}
 
 

@@ -38,6 +38,14 @@ SUBLAYER_MODULES = {"attention": "self_attn", "state": "mixer", "ffn": "mlp"}
 NORM_MODULES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
 
 
+def norm_module(norm_spec: NormSpec) -> str:
+    """The class the builder makes a layer's norm of (Nemotron's (1 + weight) LayerNorm is
+    LayerNorm1P)."""
+    if norm_spec.kind == "layernorm" and norm_spec.unit_offset:
+        return "LayerNorm1P"
+    return NORM_MODULES[norm_spec.kind]
+
+
 def attention_parts(attn, d: int) -> list[Part]:
     """A layer's attention projections and norms, from its kind's entry (archscope.kinds)."""
     return attention_kind(attn.kind).parts(attn, d)
@@ -90,7 +98,7 @@ def _sublayer_norms(d: int, norm_spec: NormSpec, sublayer: str) -> list[Part]:
     named as its slot's module (input_layernorm, ...)."""
     slots = NORM_SLOTS[norm_spec.position]
     return [norm("norms", d, norm_spec.has_bias, module=slots[slot],
-                 module_type=NORM_MODULES[norm_spec.kind], weight=norm_spec.has_weight)
+                 module_type=norm_module(norm_spec), weight=norm_spec.has_weight)
             for slot in SUBLAYER_SLOTS[sublayer] if slot in slots]
 
 
@@ -160,9 +168,16 @@ def distinct_layers(spec: ModelSpec) -> list[tuple[LayerPlan, int]]:
 
 
 def embedding_parts(spec: ModelSpec) -> list[Part]:
+    """The token embedding, learned positions (0 without) and the embedding's own norm
+    (norm.embedding: nanochat's, weightless; counted with the norms)."""
     positions = spec.max_seq_len if spec.position.kind == "learned" else 0
-    return [Part("embedding", spec.vocab_size * spec.d_model),
-            Part("positional", positions * spec.d_model)]
+    out = [Part("embedding", spec.vocab_size * spec.d_model),
+           Part("positional", positions * spec.d_model)]
+    if spec.norm.embedding:
+        n = spec.norm
+        out.append(norm("embedding_norm", spec.d_model, n.has_bias, module_type=norm_module(n),
+                        weight=n.has_weight))
+    return out
 
 
 def head_parts(spec: ModelSpec) -> list[Part]:

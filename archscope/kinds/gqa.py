@@ -2,9 +2,12 @@
 
 Modules as transformers' Llama: q_proj d -> n_heads*head_dim, k_proj and v_proj d ->
 n_kv_heads*head_dim (bias when attention.bias), o_proj n_heads*head_dim -> d (bias when
-attention.has_out_bias). With attention.qk_norm, RMSNorms q_norm and k_norm (weights only, no
+attention.has_out_bias). With attention.qk_norm, norms q_norm and k_norm (weights only, no
 matmul) normalise q and k before RoPE: `head` over each head's head_dim (Qwen3: two weights of
-head_dim), `full` over the whole projection (OLMo 2: n_heads*head_dim and n_kv_heads*head_dim).
+head_dim), `per_head` over each head with a weight row per head (Cohere: n_heads x head_dim and
+n_kv_heads x head_dim), `full` over the whole projection (OLMo 2: n_heads*head_dim and
+n_kv_heads*head_dim); RMSNorms, or LayerNorms with attention.qk_norm_kind layernorm (Cohere,
+Phi-2), with a bias as large as the weight where attention.qk_norm_bias says (Phi-2).
 With attention.rope false the layer is NoPE (SmolLM3): q and k are not rotated (no weights
 change); attention.rotary_fraction rotates only the first dims of each head (GLM-4.5; none
 change either). With attention.sinks (gpt-oss) each query head has one learned logit that
@@ -23,31 +26,52 @@ from __future__ import annotations
 import dataclasses
 
 from archscope.kinds.registry import register
-from archscope.kinds.base import AttentionKind, linear, norm, own_weights
+from archscope.kinds.base import AttentionKind, Part, Weight, linear, own_weights
 from archscope.kinds.wording import (attention_extras, rope_text, scale_text, window_label,
                                      window_short)
+from archscope.spec.attention import QK_NORMS_WITH_WEIGHTS
 from archscope.units import bias_text, commas
 
 
 QK_NORM_TEXT = {"head": "per-head QK-norm", "full": "full-width QK-norm",
+                "per_head": "per-head QK-norm, a weight per head",
                 "l2": "L2 QK-norm after RoPE"}
 
 
 def qk_norm_widths(attn) -> tuple[int, int]:
-    """The widths q_norm and k_norm normalise over (and hold weights for)."""
+    """The widths q_norm and k_norm normalise over (the weight of each group they norm)."""
     if attn.qk_norm == "full":
         return attn.n_heads * attn.head_dim, attn.n_kv_heads * attn.head_dim
     return attn.head_dim, attn.head_dim
+
+
+def qk_norm_name(attn) -> str:
+    """The class of q_norm and k_norm (nn/norms.py's qk_norm), for the module tables."""
+    if attn.qk_norm == "per_head" or attn.qk_norm_kind == "layernorm":
+        return "HeadwiseNorm"
+    return "RMSNorm"
+
+
+def qk_norm_parts(attn) -> list[Part]:
+    """q_norm and k_norm: a weight (and a bias, attention.qk_norm_bias) per group they norm."""
+    if attn.qk_norm not in QK_NORMS_WITH_WEIGHTS:  # Llama 4's l2 has no weight
+        return []
+    names = ("weight", "bias") if attn.qk_norm_bias else ("weight",)
+    out = []
+    for which, width, heads in (("q_norm", qk_norm_widths(attn)[0], attn.n_heads),
+                                ("k_norm", qk_norm_widths(attn)[1], attn.n_kv_heads)):
+        shape = (heads, width) if attn.qk_norm == "per_head" else (width,)
+        size = shape[0] * shape[-1] if len(shape) == 2 else width
+        out.append(Part(f"attention.{which}", size * len(names), weights=tuple(
+            Weight(which, qk_norm_name(attn), n, shape) for n in names)))
+    return out
 
 
 def parts(attn, d: int):
     q_width = attn.n_heads * attn.head_dim
     q_rows = 2 * q_width if attn.output_gate else q_width  # each head's query, then its gate
     kv_width = attn.n_kv_heads * attn.head_dim
-    qk_norms = []
-    if attn.qk_norm in ("head", "full"):  # Llama 4's l2 has no weight
-        q_norm, k_norm = qk_norm_widths(attn)
-        qk_norms = [norm("attention.q_norm", q_norm), norm("attention.k_norm", k_norm)]
+    qk_norms = qk_norm_parts(attn)
     qkv = ([linear("attention.qkv_proj", d, q_rows + 2 * kv_width, attn.bias)] if attn.fused_qkv
            else [linear("attention.q_proj", d, q_rows, attn.bias),
                  linear("attention.k_proj", d, kv_width, attn.bias),
@@ -62,7 +86,10 @@ def qk_text(attn, lead: str = ", ") -> str:
     text = lead + "NoPE" if not attn.rope else ""
     if attn.rope and attn.rotary_fraction:  # partial RoPE (GLM-4.5): the rest pass through
         text += f"{lead}RoPE on {attn.rotary_dim} of {attn.head_dim} dims"
-    text += lead + QK_NORM_TEXT[attn.qk_norm] if attn.qk_norm else ""
+    if attn.qk_norm:
+        kind = " (LayerNorm" + (" with bias)" if attn.qk_norm_bias else ")")
+        text += lead + QK_NORM_TEXT[attn.qk_norm] + (
+            kind if attn.qk_norm_kind == "layernorm" else "")
     text += lead + "attention sinks" if attn.sinks else ""
     text += lead + "sigmoid output gate" if attn.output_gate else ""
     text += f"{lead}logits soft-capped at {attn.softcap:g}" if attn.softcap else ""
@@ -95,12 +122,15 @@ def title(a) -> str:
 def _draw_qk_norm(g, a, q: str, k: str) -> tuple[str, str]:
     """q_norm and k_norm right after the projections, before RoPE (transformers' order);
     Llama 4's weightless l2 is named on the RoPE node instead, which it follows."""
-    if a.qk_norm not in ("head", "full"):
+    if a.qk_norm not in QK_NORMS_WITH_WEIGHTS:
         return q, k
     q_w, k_w = (commas(w) for w in qk_norm_widths(a))
-    per = " on each head" if a.qk_norm == "head" else " over all heads"
-    g.edge(q, g.node("q_norm", f"q_norm<br/>RMSNorm({q_w}){per}"))
-    g.edge(k, g.node("k_norm", f"k_norm<br/>RMSNorm({k_w}){per}"))
+    per = {"head": " on each head", "per_head": " on each head, its own weight"}.get(
+        a.qk_norm, " over all heads")
+    kind = ("LayerNorm" if a.qk_norm_kind == "layernorm" else "RMSNorm") + bias_text(
+        bool(a.qk_norm_bias))
+    g.edge(q, g.node("q_norm", f"q_norm<br/>{kind}({q_w}){per}"))
+    g.edge(k, g.node("k_norm", f"k_norm<br/>{kind}({k_w}){per}"))
     return "q_norm", "k_norm"
 
 

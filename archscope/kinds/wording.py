@@ -36,6 +36,7 @@ def window_short(attn) -> str:
 def rope_text(spec) -> str:
     p = spec.position
     text = f"RoPE θ={num(p.theta)}" + (", adjacent pairs" if p.interleaved else "")
+    text += ", turning the other way" if p.reversed else ""  # nanochat's
     return text + (f", {p.scaling.kind} ×{num(p.scaling.factor)}" if p.scaling else "")
 
 

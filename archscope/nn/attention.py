@@ -2,7 +2,8 @@
 or chunk (Llama 4), RoPE on q and k unless the layer is NoPE (attention.rope false, SmolLM3),
 on half-split or adjacent pairs (position.interleaved, Llama 4) and on part of each head
 (attention.rotary_fraction, GLM-4.5), an optional norm of q and k (QK-norm: RMSNorm per head as
-in Qwen3, full width as in OLMo 2, before RoPE; Llama 4's weightless l2 per head, after RoPE),
+in Qwen3, full width as in OLMo 2, a LayerNorm per head as in Phi-2 or with a weight row per
+head as in Cohere, before RoPE; Llama 4's weightless l2 per head, after RoPE),
 Llama 4's temperature tuning of q on NoPE layers, q, k and v from one fused projection or three
 (Phi-3's qkv_proj, Llama's q/k/v_proj), optional attention sinks (gpt-oss: a learned logit
 per head in the softmax's denominator), a soft cap on the logits (Gemma 2) and q/k/v clamped
@@ -16,8 +17,9 @@ from torch import nn
 
 from archscope.nn.cache import LayerCache, attention_mask
 from archscope.nn.linear import Linear
-from archscope.nn.norms import RMSNorm
+from archscope.nn.norms import qk_norm
 from archscope.nn.rope import apply_partial_rope, apply_rope, apply_rope_interleaved
+from archscope.spec.attention import QK_NORMS_WITH_WEIGHTS
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
 
@@ -133,17 +135,17 @@ class GQAAttention(nn.Module):
             self.k_proj = Linear(d, hkv * hd, bias=attn.bias)
             self.v_proj = Linear(d, hkv * hd, bias=attn.bias)
         # QK-norm normalises groups of `*_norm_width` values: one head (Qwen3's q_norm/k_norm of
-        # head_dim) or the whole projection (OLMo 2's, of n_heads*head_dim and
-        # n_kv_heads*head_dim); both before RoPE, with the model's eps, as in transformers.
+        # head_dim; Cohere's per_head, a weight row per head) or the whole projection (OLMo 2's,
+        # of n_heads*head_dim and n_kv_heads*head_dim); before RoPE, with the model's eps and
+        # unit offset (Gemma's (1 + weight) here too), as in transformers.
         self.q_norm_width, self.k_norm_width = {"full": (h * hd, hkv * hd)}.get(attn.qk_norm,
                                                                                  (hd, hd))
-        qk = attn.qk_norm in ("head", "full")
-        eps, offset = spec.norm.eps, spec.norm.unit_offset  # Gemma's (1 + weight) here too
-        self.q_norm = RMSNorm(self.q_norm_width, eps, offset) if qk else nn.Identity()
-        self.k_norm = RMSNorm(self.k_norm_width, eps, offset) if qk else nn.Identity()
+        qk = attn.qk_norm in QK_NORMS_WITH_WEIGHTS
+        self.q_norm = qk_norm(spec.norm, attn, h, self.q_norm_width) if qk else nn.Identity()
+        self.k_norm = qk_norm(spec.norm, attn, hkv, self.k_norm_width) if qk else nn.Identity()
         # Llama 4's l2 norm has no weight and follows RoPE (transformers' order), so it is a
         # module outside the q_norm/k_norm slots, which hold weights and precede RoPE
-        self.l2_norm = L2Norm(eps) if attn.qk_norm == "l2" else nn.Identity()
+        self.l2_norm = L2Norm(spec.norm.eps) if attn.qk_norm == "l2" else nn.Identity()
         self.o_proj = Linear(h * hd, d, bias=attn.has_out_bias)
         self.scale = spec.mults.attention or hd ** -0.5
         self.rotary = spec.position.kind == "rope" and attn.rope  # false: a NoPE layer

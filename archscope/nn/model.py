@@ -100,8 +100,11 @@ class DecoderLM(nn.Module):
         # computed once per forward; layer i uses table rope_of[i]
         distinct = list(dict.fromkeys(layer.position for layer in spec.plan))
         self.rope_of = tuple(distinct.index(layer.position) for layer in spec.plan)
-        self.rotaries = nn.ModuleList(RotaryEmbedding(rotary_dim(spec), p.theta, p.scaling)
+        self.rotaries = nn.ModuleList(RotaryEmbedding(rotary_dim(spec), p.theta, p.scaling,
+                                                      p.reversed)
                                       for p in distinct if spec.position.kind == "rope")
+        # nanochat's norm of the embedding (norm.embedding), before the first layer
+        self.embedding_norm = make_norm(spec.norm, d) if spec.norm.embedding else None
         self.layers = nn.ModuleList(Block(spec, layer) for layer in spec.plan)
         # a post-norm stack already ends on a norm; pre- and output-norm ones add a final one
         self.norm = make_norm(spec.norm, d) if spec.norm.position != "post" else nn.Identity()
@@ -135,6 +138,8 @@ class DecoderLM(nn.Module):
             x = x * self.embedding_scale
         if self.embed_positions is not None:
             x = x + self.embed_positions(positions)
+        if self.embedding_norm is not None:
+            x = self.embedding_norm(x)
         ropes = [rotary(positions, x.dtype, covering) for rotary in self.rotaries] or [None]
         for i, layer in enumerate(self.layers):
             x = layer(x, ropes[self.rope_of[i]], start,  # without RoPE: one entry, None

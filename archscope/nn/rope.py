@@ -83,10 +83,13 @@ class RotaryEmbedding(nn.Module):
     not multiplied in at all.
     """
 
-    def __init__(self, dim: int, theta: float, scaling: ScalingSpec | None):
+    def __init__(self, dim: int, theta: float, scaling: ScalingSpec | None,
+                 reversed_: bool | None = None):
         super().__init__()
         self.dim = dim
         self._inv_freq, self.attention_factor = rope_frequencies(dim, theta, scaling)
+        # position.reversed (nanochat): the angles negated, so sin changes sign, cos does not
+        self.sign = -1.0 if reversed_ else 1.0
         self._tables: dict = {}  # (device, dtype) -> (cos, sin), each [n, dim]
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype, covering: int | None = None):
@@ -111,6 +114,8 @@ class RotaryEmbedding(nn.Module):
         angles = torch.arange(n, device=device).float()[:, None] * inv_freq[None, :]
         emb = torch.cat((angles, angles), dim=-1)
         cos, sin = emb.cos(), emb.sin()
+        if self.sign < 0:
+            sin = -sin
         if self.attention_factor != 1.0:  # YaRN's; a multiply by 1 is skipped, not run
             cos, sin = cos * self.attention_factor, sin * self.attention_factor
         return cos.to(dtype), sin.to(dtype)

@@ -52,7 +52,8 @@ def position(p: PositionSpec) -> str:
     text = f"RoPE theta={p.theta:g}"
     if p.scaling:
         text += f", {p.scaling.kind} scaling x{p.scaling.factor:g}"
-    return text + (", adjacent pairs" if p.interleaved else "")
+    text += ", adjacent pairs" if p.interleaved else ""
+    return text + (", turning the other way" if p.reversed else "")
 
 
 def head(h) -> str:
@@ -65,7 +66,8 @@ def head(h) -> str:
 def norm(n: NormSpec) -> str:
     bias = " with bias" if n.has_bias else "" if n.has_weight else " without weight"
     offset = " x (1 + weight)" if n.unit_offset else ""
-    return f"{NORM_NAMES[n.kind]}{bias}{offset}, eps {n.eps:g}, {n.position}-norm"
+    embedding = ", and one after the embedding" if n.embedding else ""
+    return f"{NORM_NAMES[n.kind]}{bias}{offset}, eps {n.eps:g}, {n.position}-norm{embedding}"
 
 
 def layer_plan(spec: ModelSpec) -> list[dict]:
@@ -142,8 +144,10 @@ def norm_explain(n: NormSpec, d: int) -> str:
     params = (2 if n.has_bias else 1 if n.has_weight else 0) * d
     return (f"{NORM_NAMES[n.kind]}: {math}, ε = {n.eps:g}, {params:,} parameters per norm of "
             f"width {d:,}. Placement '{n.position}': each sublayer f becomes "
-            f"{NORM_FORMULAS[n.position]}" + (", and a final norm precedes lm_head." if
-                                            n.position != "post" else "."))
+            f"{NORM_FORMULAS[n.position]}" + (", and a final norm precedes lm_head" if
+                                            n.position != "post" else "")
+            + ("; one more norms the embedding before the first layer." if n.embedding
+               else "."))
 
 
 def position_explain(p: PositionSpec, spec: ModelSpec) -> str:

@@ -14,10 +14,14 @@ from typing import Literal
 from archscope.spec.checks import absent_unless, one_spelling, positive, require
 
 AttentionKind = Literal["gqa", "mla"]
-# RMSNorm of q and k after their projections, before RoPE: over each head's head_dim (Qwen3),
-# or over the whole projected width, all heads at once (OLMo 2); l2: Llama 4's weightless
+# A norm of q and k after their projections, before RoPE: over each head's head_dim with one
+# weight all heads share (Qwen3; Phi-2's qk_layernorm), over each head with a weight of its own
+# (per_head: Cohere's use_qk_norm, n_heads x head_dim and n_kv_heads x head_dim), or over the
+# whole projected width, all heads at once (OLMo 2); l2: Llama 4's weightless
 # x / sqrt(mean(x^2) + eps) over each head, AFTER RoPE (and so on RoPE layers only)
-QKNorm = Literal["head", "full", "l2"]
+QKNorm = Literal["head", "per_head", "full", "l2"]
+QK_NORMS_WITH_WEIGHTS = ("head", "per_head", "full")
+QKNormKind = Literal["rmsnorm", "layernorm"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,14 @@ class AttentionSpec:
     # chunked attention (Llama 4's attention_chunk_size): a query at position p sees the keys
     # of its own chunk only, positions floor(p/chunk)*chunk .. p; the cache holds `chunk`
     chunk: int | None = None
-    qk_norm: QKNorm | None = None  # gqa: RMSNorm q and k (see QKNorm), eps = norm.eps
+    qk_norm: QKNorm | None = None  # gqa: norm q and k (see QKNorm), eps = norm.eps
+    # gqa: what the QK-norm (head, per_head, full) is: rmsnorm (null: Qwen3, OLMo 2, Gemma) or
+    # layernorm, which subtracts the mean (Cohere, Phi-2); either scales by (1 + weight) when
+    # norm.unit_offset
+    qk_norm_kind: QKNormKind | None = None
+    # gqa: a layernorm QK-norm adds a learned bias too (Phi-2's nn.LayerNorm). null or false:
+    # none (Cohere's)
+    qk_norm_bias: bool | None = None
     # gqa: q, k and v as one Linear, `qkv_proj` d -> (n_heads + 2*n_kv_heads)*head_dim, rows q
     # then k then v (Phi-3/Phi-4). The same parameters and FLOPs as three; the checkpoint and
     # the per-component breakdown hold one tensor. null or false: q_proj, k_proj, v_proj.
@@ -83,6 +94,9 @@ class AttentionSpec:
             object.__setattr__(self, "rotary_fraction", None)  # the whole head: one spelling
         one_spelling(self, "sinks")
         one_spelling(self, "output_gate")
+        one_spelling(self, "qk_norm_bias")
+        if self.qk_norm_kind == "rmsnorm":
+            object.__setattr__(self, "qk_norm_kind", None)  # the default: one spelling
 
     def validate(self) -> None:
         positive(self, "n_heads", "n_kv_heads", "head_dim", "window", "chunk",
@@ -98,6 +112,12 @@ class AttentionSpec:
         require(self.qk_norm != "l2" or self.rope, "qk_norm",
                 "l2 normalises q and k after RoPE, on RoPE layers only (Llama 4): leave it "
                 "out on a rope: false layer")
+        if self.qk_norm not in QK_NORMS_WITH_WEIGHTS:
+            require(self.qk_norm_kind is None, "qk_norm_kind",
+                    f"describes a QK-norm with a weight (qk_norm {', '.join(QK_NORMS_WITH_WEIGHTS)}"
+                    f"), here qk_norm is {self.qk_norm or 'null'}")
+        require(not self.qk_norm_bias or self.qk_norm_kind == "layernorm", "qk_norm_bias",
+                "only a layernorm QK-norm has a bias: set qk_norm_kind: layernorm")
         if self.kind == "gqa":
             require(self.n_kv_heads is not None, "n_kv_heads", "required when kind is 'gqa'")
             require(self.head_dim is not None, "head_dim",
@@ -107,7 +127,7 @@ class AttentionSpec:
             absent_unless(self, "kind", "mla", *self.MLA_KEYS)
             self._check_rotary_fraction()
         else:
-            absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv", "rotary_fraction", "sinks",
+            absent_unless(self, "kind", "gqa", "qk_norm", "qk_norm_kind", "fused_qkv", "rotary_fraction", "sinks",
                           "chunk", "temperature_floor", "temperature_scale", "output_gate",
                           "softcap", "clip_qkv")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "

@@ -58,15 +58,21 @@ class NormSpec:
     eps: float
     position: NormPosition = "pre"
     bias: bool | None = None  # LayerNorm's additive bias; defaults to true for layernorm
-    # true: every RMSNorm of the model (QK-norm included) scales by (1 + weight), its weight
-    # initialised to zero (Gemma); null or false: by weight
+    # true: every norm of the model (QK-norm included) scales by (1 + weight), its weight
+    # initialised to zero: Gemma's RMSNorm, Nemotron's LayerNorm1P (whose bias is added as
+    # usual); null or false: by weight
     unit_offset: bool | None = None
     # false: the model's layer and final norms have no learned scale and no bias (OLMo's
     # non-parametric LayerNorm, nanochat's RMSNorm); null or true: they have a weight
     weight: bool | None = None
+    # true: one more norm of this kind right after the token embedding (after its multiplier
+    # and any learned positions), before the first layer: nanochat's (its weightless final
+    # norm, applied twice), BLOOM's word_embeddings_layernorm. null or false: none
+    embedding: bool | None = None
 
     def __post_init__(self) -> None:
         one_spelling(self, "unit_offset")
+        one_spelling(self, "embedding")
         if self.weight is True:
             object.__setattr__(self, "weight", None)  # one spelling: null is the default
 
@@ -74,9 +80,6 @@ class NormSpec:
         require(self.eps > 0, "eps", f"must be positive, got {self.eps}")
         if self.kind == "rmsnorm":
             require(not self.bias, "bias", "rmsnorm has no bias")
-        else:
-            require(not self.unit_offset, "unit_offset", "only applies to rmsnorm (Gemma's "
-                                                         "(1 + weight) scale)")
         if self.weight is False:
             require(not self.bias, "bias", "a norm without a weight has no bias either "
                                            "(torch's elementwise_affine=False)")
@@ -84,7 +87,7 @@ class NormSpec:
 
     @property
     def per_layer(self) -> int:
-        """Norms in one decoder layer."""
+        """Norms in one decoder layer (the embedding norm, if any, is the model's)."""
         return len(NORM_SLOTS[self.position])
 
     @property
@@ -139,16 +142,21 @@ class PositionSpec:
     # null or false: the pairs (x_i, x_{i+dim/2}) of Llama's rotate_half. MLA's decoupled key
     # always rotates adjacent pairs, whatever this says.
     interleaved: bool | None = None
+    # true: each pair turns by -position * frequency, the other way round (nanochat's
+    # rotate_half with its signs flipped: x * cos - rotate_half(x) * sin). q.k then sees the
+    # relative position negated, a different network. null or false: Llama's direction
+    reversed: bool | None = None
 
     def __post_init__(self) -> None:
         one_spelling(self, "interleaved")
+        one_spelling(self, "reversed")
 
     def validate(self) -> None:
         if self.kind == "rope":
             require(self.theta is not None, "theta", "required when kind is 'rope'")
             positive(self, "theta")
         else:
-            absent_unless(self, "kind", "rope", "theta", "scaling", "interleaved")
+            absent_unless(self, "kind", "rope", "theta", "scaling", "interleaved", "reversed")
 
 
 @dataclass(frozen=True)

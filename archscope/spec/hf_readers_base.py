@@ -193,3 +193,12 @@ def rotary_fraction(c: Keys, default: float) -> float:
     if c.raw.get(PARTIAL) is not None:
         return c.number(PARTIAL)
     return class_default(c, PARTIAL, default)
+
+
+def two_matrix_ffn(c: Keys, d_ff: int, bias: bool, key: str = "hidden_act") -> dict:
+    """A non-gated MLP, up_proj (fc1, c_fc) then down_proj, from activation `key`: kind relu2
+    for transformers' relu2 (the squared ReLU defines that kind), else kind mlp."""
+    act = c.text(key, ("relu2", *_ACT), noun="activation")
+    if act == "relu2":
+        return {"kind": "relu2", "d_ff": d_ff, "bias": bias}
+    return {"kind": "mlp", "d_ff": d_ff, "activation": _ACT[act], "bias": bias}

@@ -36,3 +36,8 @@ def to_base(s: ModelSpec) -> dict:
 def without(mapping: dict, *keys: str) -> dict:
     return {k: v for k, v in mapping.items() if k not in keys}
 
+
+
+def two_matrix_act(s: ModelSpec) -> str:
+    """The hidden_act of a non-gated MLP (kind mlp or relu2): relu2 is transformers' name too."""
+    return "relu2" if s.ffn.kind == "relu2" else HF_ACT[s.ffn.activation]

@@ -60,6 +60,20 @@ KIND_CASES = {
     "rmsnorm-without-weight": {"norm": {"weight": False}},
     "head-bias-and-softcap": {"head": {"bias": True, "softcap": 3.0}},
     "attention-softcap-and-clip": {"attention": {"softcap": 2.0, "clip_qkv": 0.5}},
+    # Cohere's QK LayerNorm, a weight row per head (a bias here too, which Cohere lacks)
+    "qk-layernorm-per-head": {"norm": {"kind": "layernorm", "eps": 1e-5},
+                              "attention": {"qk_norm": "per_head", "qk_norm_kind": "layernorm",
+                                            "qk_norm_bias": True}},
+    # Phi-2's qk_layernorm: one LayerNorm with bias for every head
+    "qk-layernorm-head-bias": {"attention": {"qk_norm": "head", "qk_norm_kind": "layernorm",
+                                             "qk_norm_bias": True}},
+    # Nemotron's LayerNorm1P: (1 + weight), with bias
+    "layernorm-unit-offset": {"norm": {"kind": "layernorm", "eps": 1e-5, "unit_offset": True}},
+    # nanochat: a weightless norm after the embedding too, RoPE turning the other way
+    "embedding-norm-reversed-rope": {"norm": {"weight": False, "embedding": True},
+                                     "position": {"reversed": True}},
+    # BLOOM-like: an embedding LayerNorm with weight and bias
+    "embedding-layernorm": {"norm": {"kind": "layernorm", "eps": 1e-5, "embedding": True}},
 }
 
 

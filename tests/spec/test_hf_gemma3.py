@@ -100,8 +100,14 @@ def test_sandwich_and_multipliers_export_as_gemma_not_granite():
     assert spec_to_hf_config(spec)["architectures"] == ["Gemma3ForCausalLM"]
     offset_only = tiny_spec(norm=dict(kind="rmsnorm", eps=1e-6, unit_offset=True),
                             multipliers=dict(embedding=8.0, attention=0.25))
-    with pytest.raises(SpecError) as err:  # Gemma's class, whose norms are a sandwich too
-        spec_to_hf_config(offset_only)
+    # pre-norm (1 + weight) RMSNorms without QK-norm: VaultGemma's class (Gemma 2 less its
+    # post-sublayer norms)
+    assert spec_to_hf_config(offset_only)["architectures"] == ["VaultGemmaForCausalLM"]
+    output_norms = tiny_spec(norm=dict(kind="rmsnorm", eps=1e-6, unit_offset=True,
+                                       position="output"),
+                             multipliers=dict(embedding=8.0, attention=0.25))
+    with pytest.raises(SpecError) as err:  # Gemma's class, whose norms are a sandwich
+        spec_to_hf_config(output_norms)
     assert "gemma3_text" in str(err.value) and err.value.key == "norm.position"
 
 
@@ -158,9 +164,9 @@ def test_a_layer_cannot_change_the_position_kind():
     assert err.value.key == "layers" and "attention.rope: false" in str(err.value)
 
 
-def test_unit_offset_is_an_rmsnorm_switch():
-    with pytest.raises(SpecError) as err:
-        tiny_spec(norm=dict(kind="layernorm", eps=1e-5, unit_offset=True))
+def test_unit_offset_needs_a_weight():
+    with pytest.raises(SpecError) as err:  # (a LayerNorm's is Nemotron's LayerNorm1P)
+        tiny_spec(norm=dict(kind="layernorm", eps=1e-5, unit_offset=True, weight=False))
     assert err.value.key == "norm.unit_offset"
     assert tiny_spec(norm=dict(kind="rmsnorm", eps=1e-5, unit_offset=False)).norm.unit_offset \
         is None  # one spelling: false is the same network as absent

@@ -64,7 +64,8 @@ def _clean(label: str) -> str:
 
 def norm_name(norm: NormSpec) -> str:
     return (NORM_NAMES[norm.kind] + (" with bias" if norm.has_bias else "")
-            + (" × (1 + weight)" if norm.unit_offset else ""))
+            + (" × (1 + weight)" if norm.unit_offset else "")
+            + ("" if norm.has_weight else " without weight"))
 
 
 def norm_node(g: Graph, ident: str, name: str, norm: NormSpec) -> str:

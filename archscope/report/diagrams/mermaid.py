@@ -39,6 +39,10 @@ def model_diagram(spec: ModelSpec, groups: list[dict]) -> str:
         g.edge(last, "pos_add")
         g.edge("pos", "pos_add")
         last = "pos_add"
+    if spec.norm.embedding:  # nanochat's norm of the embedding
+        g.node("emb_norm", f"embedding_norm ({parts.norm_name(spec.norm)})")
+        g.edge(last, "emb_norm")
+        last = "emb_norm"
     lines = [f"{layers_label(gr)}: {parts.short_text(spec, spec.plan[gr['first']])}"
              for gr in groups]
     g.node("layers", f"{spec.n_layers} decoder layers<br/>" + "<br/>".join(lines))
