@@ -60,6 +60,10 @@ KIND_CASES = {
     "rmsnorm-without-weight": {"norm": {"weight": False}},
     "head-bias-and-softcap": {"head": {"bias": True, "softcap": 3.0}},
     "attention-softcap-and-clip": {"attention": {"softcap": 2.0, "clip_qkv": 0.5}},
+    "moe-sparsemixer": {"ffn": {**_MOE, "router": {"method": "sparsemixer", "jitter_eps": 0.5,
+                                                   "normalize": False}}},
+    "sub-norms-relu2-glu": {"attention": {"sub_norm": True},
+                            "ffn": {"activation": "relu2", "sub_norm": True}},
 }
 
 
