@@ -20,15 +20,14 @@ from archscope.errors import SpecError
 from archscope.spec.families.registry import families
 
 STATUSES = ("read exactly", "read without weights", "refused", "not read")
-# transformers' default configs its own class cannot run as they stand, and the smallest change
-# that lets it (each says why): coverage reads these, as tests/conformance/test_defaults.py does
-DEFAULT_FIXES: dict[str, dict] = {
-    # num_experts_per_tok None: the MoE layers' top-k in forward fails; 6 is DeepSeek-V2's
-    "deepseek_v2": {"num_experts_per_tok": 6},
-    # 4096 / 96 heads gives head_dim 42, whose partial rotary half (21) is odd: its RoPE
-    # tables come out 22 wide and the forward fails; GLM-4.5 sets head_dim 128
-    "glm4_moe": {"head_dim": 128},
-}
+
+
+def default_fix(model_type: str) -> dict:
+    """The keys that let transformers' own class run its default config of `model_type`, where
+    it cannot as it stands: the family's `default_fix` (its module says why); coverage reads it,
+    as tests/conformance/test_defaults.py does."""
+    family = families().get(model_type)
+    return dict(family.default_fix) if family is not None else {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +74,7 @@ def _refusal(model_type: str, family) -> str | None:
     from archscope.spec.hf_import import mapping_from_raw
     from archscope.spec.schema import ModelSpec
 
-    raw = AutoConfig.for_model(family.class_of or model_type,
-                               **DEFAULT_FIXES.get(model_type, {})).to_dict()
+    raw = AutoConfig.for_model(family.class_of or model_type, **default_fix(model_type)).to_dict()
     raw["model_type"] = model_type
     try:
         from_mapping(ModelSpec, mapping_from_raw(raw, "default config", model_type, "defaults"))

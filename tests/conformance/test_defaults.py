@@ -2,7 +2,7 @@
 device): the estimate counts exactly the parameters transformers' class builds (the text model
 of a multimodal wrapper). This is `archscope compare`'s count against transformers' class for
 every model_type the registry declares (transformers' defaults it cannot run itself get the
-smallest fix: archscope/spec/coverage.py DEFAULT_FIXES)."""
+smallest fix: each family's `default_fix`, archscope/spec/families/)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import transformers
 from archscope.errors import SpecError
 from archscope.estimate import count_params
 from archscope.spec import load_spec
-from archscope.spec.coverage import DEFAULT_FIXES
+from archscope.spec.coverage import default_fix
 from archscope.spec.families.registry import families
 
 # defaults archscope refuses, and a word the refusal must name (the component it lacks)
@@ -26,7 +26,7 @@ REFUSED = {"nemotron_h": "MoE block"}
 def _config(model_type: str):
     family = families()[model_type]
     return transformers.AutoConfig.for_model(family.class_of or model_type,
-                                             **DEFAULT_FIXES.get(model_type, {}))
+                                             **default_fix(model_type))
 
 
 @pytest.mark.slow

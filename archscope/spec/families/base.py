@@ -29,8 +29,11 @@ class Rule:
     Several targets mean the HF tensor is a fusion of ours, split along `split_dim` in the
     targets' sizes (GPT-2's c_attn holds q, k and v). `conv1d` marks GPT-2's Conv1D ([in, out],
     the transpose of nn.Linear). `alias` marks an older checkpoint name of a tensor another rule
-    maps: read, never written. `layout` names a re-arrangement (weights/layouts.py). Patterns use
-    `{i}` for the layer index and `{p}` for the parameter name (weight or bias).
+    maps: read, never written. `layout` names a re-arrangement (weights/layouts.py). `part`
+    (k, n): the HF tensor is the k-th of n equal slices of ours along `split_dim` (after its
+    layout), the others coming from other rules (DBRX's w1 and v1: the gate and up halves of
+    our experts' gate_up_proj). Patterns use `{i}` for the layer index and `{p}` for the
+    parameter name (weight or bias).
     """
 
     hf: str
@@ -39,6 +42,7 @@ class Rule:
     split_dim: int = 0
     alias: bool = False
     layout: str | None = None
+    part: tuple[int, int] | None = None
 
     def regex(self) -> re.Pattern:
         pattern = (re.escape(self.hf).replace(r"\{i\}", r"(?P<i>\d+)")
@@ -110,6 +114,9 @@ class Family:
     key_fields: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     fixed: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)  # read only at these values
     class_of: str | None = None  # the registered type whose class and defaults it uses
+    # the smallest change that lets transformers' own class build its default config, where it
+    # cannot as it stands (the family module says why); coverage and the defaults test use it
+    default_fix: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     names: tuple[str, ...] = ()  # the family word documents write ("llama", "qwen")
     # a document's spelling -> the preset it means; a bare family word -> its usual preset
     spellings: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
@@ -122,6 +129,7 @@ class Family:
         fresh = {"write": None, "exports": never, "generic": False, "per_expert": (),
                  "renamed_tensors": (),
                  "skipped_prefixes": (), "fixed": _EMPTY, "class_of": None, "names": (),
+                 "default_fix": _EMPTY,
                  "spellings": _EMPTY, "usual": _EMPTY, "doc": ""}
         return dataclasses.replace(self, model_type=model_type, hf_class=hf_class,
                                    base=self.model_type, **{**fresh, **changes})

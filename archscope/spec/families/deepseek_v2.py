@@ -5,7 +5,7 @@ and a decoupled RoPE key) + routed and always-on shared experts after some dense
 from __future__ import annotations
 
 from archscope.errors import SpecError
-from archscope.spec.families.base import rules
+from archscope.spec.families.base import frozen, rules
 from archscope.spec.families.llama import LLAMA
 from archscope.spec.families.mixtral import DOWN, GATE_UP, MOE_WEIGHTS
 from archscope.spec.hf_keys import Keys
@@ -121,5 +121,7 @@ DEEPSEEK_V2 = LLAMA.but(
     "deepseek_v2", "DeepseekV2ForCausalLM", read=read, write=write,
     exports=mla, attentions=("mla",), ffns=("moe", "swiglu"),
     weights=WEIGHTS, per_expert=PER_EXPERT, spec_keys=SPEC_KEYS, names=("deepseek",),
-    usual={"deepseek": "deepseek-v2"}, doc="Llama + MLA + MoE with shared experts")
+    usual={"deepseek": "deepseek-v2"}, doc="Llama + MLA + MoE with shared experts",
+    # the default's num_experts_per_tok None fails the MoE layers' top-k; 6 is DeepSeek-V2's
+    default_fix=frozen({"num_experts_per_tok": 6}))
 FAMILIES = (DEEPSEEK_V2,)

@@ -11,6 +11,7 @@ line for line (5.23.0), so the spec's noaux_tc router is theirs.
 
 from __future__ import annotations
 
+from archscope.spec.families.base import frozen
 from archscope.spec.families.deepseek_v2 import PER_EXPERT
 from archscope.spec.families.deepseek_v3 import DEEPSEEK_V3, sigmoid_routed
 from archscope.spec.families.mixtral import MOE_WEIGHTS
@@ -108,5 +109,8 @@ GLM4_MOE = DEEPSEEK_V3.but(
         "ffn.d_ff": "intermediate_size", "attention.qk_norm": "use_qk_norm",
         "attention.bias": "attention_bias", "attention.out_bias": "attention_bias",
         "attention.rotary_fraction": "partial_rotary_factor"}),
-    names=("glm",), doc="Llama + partial RoPE + q/k/v bias + DeepSeek-V3's MoE")
+    names=("glm",), doc="Llama + partial RoPE + q/k/v bias + DeepSeek-V3's MoE",
+    # 4096 / 96 heads gives head_dim 42, whose partial rotary half (21) is odd: its RoPE
+    # tables come out 22 wide and the forward fails; GLM-4.5 sets head_dim 128
+    default_fix=frozen({"head_dim": 128}))
 FAMILIES = (GLM4_MOE,)
