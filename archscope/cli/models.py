@@ -39,6 +39,19 @@ def _show_counted_by_transformers(model, refusal, fmt) -> None:
                f"({counted.params_embedding:,} in the embedding)\n  {caveat}.")
 
 
+def _not_read(err) -> bool:
+    """Whether a config.json's refusal is of its model type (no family reads it, or its family
+    is declared only to refuse), where transformers' own count is the answer; a value a family
+    refuses is bad input and stays an error (exit 2)."""
+    from archscope.spec.families.registry import find
+    from archscope.spec.hf_import import model_type_of
+
+    if err.key == "model_type":
+        return True
+    family = find(model_type_of(err.where)) if err.where else None
+    return family is not None and family.reads_nothing
+
+
 @cli.command("list")
 def list_cmd():
     """List the shipped presets, one line each."""
@@ -85,7 +98,7 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
     try:
         spec = load_spec(model, overrides)
     except SpecError as err:
-        if not (err.key and is_config_path(model) and not overrides):
+        if not (is_config_path(model) and not overrides and _not_read(err)):
             raise
         return _show_counted_by_transformers(model, err, fmt)
     lengths = sorted({*below_context(spec, SHOW_LENGTHS), seq_len})

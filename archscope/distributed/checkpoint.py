@@ -22,7 +22,7 @@ from archscope.errors import CheckpointError
 from archscope.weights import experts
 from archscope.weights.files import corrupt
 from archscope.weights.loader import check_finite, finite_reader, open_checkpoint
-from archscope.weights.mapping import hf_to_ours, route
+from archscope.weights.mapping import Part, hf_to_ours, joined, route
 from archscope.weights.validate import tied_aliases
 
 
@@ -55,7 +55,7 @@ def _slice_plan(opened, params: dict) -> dict[str, tuple[str, int, int, int, boo
             continue
         rule, targets = routed
         dim = _shard_dim(params.get(targets[0])) if len(targets) == 1 else None
-        if dim is None or rule.layout is not None:
+        if dim is None or rule.layout is not None or rule.part is not None:
             continue
         transposed = rule.conv1d and len(opened.ckpt.tensors[name].shape) == 2
         start, stop = _local_range(params[targets[0]], dim)
@@ -155,12 +155,16 @@ def load_shards(model, folder: str | Path, spec, dtype: torch.dtype) -> int:
 
     whole = set(opened.ckpt.tensors) - opened.skip - set(sliced) - assembled
     shapes = {name: tuple(p.shape) for name, p in params.items()}
+    pending: dict = {}  # a `part` rule's slices of one of ours, until all have come
     for _, name, tensor in experts.tensors(opened.ckpt, whole, torch.device("cpu"), counted):
         ours, unmatched = hf_to_ours(opened.table, {name: tensor}, shapes)
         if unmatched:  # check_tensors accepted it, so the table must map it
             raise CheckpointError(f"{folder}: no mapping for tensor {name}")
         for our_name, part in ours.items():
-            put(our_name, part)
+            if isinstance(part, Part):
+                part = joined(pending, our_name, part)
+            if part is not None:
+                put(our_name, part)
     # to_empty left every shard uninitialised: one the checkpoint did not fill would be garbage
     left = set(model.state_dict()) - aliases - filled
     if left:  # check_tensors makes this unreachable

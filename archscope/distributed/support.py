@@ -32,10 +32,14 @@ def check_supported(spec: ModelSpec, tp: int, ep: int) -> None:
                 refuse("a full-width QK-norm (it normalises across all heads)", p.index)
             if a.qk_norm == "per_head":
                 refuse("a QK-norm with a weight row per head (not sharded here)", p.index)
+            if a.sub_norm:
+                refuse("an attention sub-norm (it normalises across all heads)", p.index)
             if a.sinks:
                 refuse("attention sinks", p.index)
         if f is not None and f.fused_gate_up:
             refuse("a fused gate_up_proj (gate and up rows would not split together)", p.index)
+        if f is not None and f.sub_norm:
+            refuse("an FFN sub-norm (it normalises across the d_ff the split divides)", p.index)
         if f is not None and f.kind == "moe":
             if ep != tp:
                 refuse(f"routed experts with --ep {ep} != --tp {tp} (experts are split whole, "

@@ -13,6 +13,9 @@ ship keep the token embedding, the lm_head, every norm, bias and the MoE router 
 - mxfp4-experts is gpt-oss's checkpoint: ONLY the routed experts in MXFP4; attention, router,
   embeddings and head stay bf16 (transformers' MXFP4 docs, quantization_config
   modules_to_not_convert: self_attn, mlp.router, embed_tokens, lm_head);
+- ternary is BitNet b1.58's checkpoint: the decoder's linear layers as -1/0/+1 packed four to
+  a byte plus one bf16 scale per tensor (storage.TERNARY); embeddings, lm_head and norms bf16
+  (transformers' BitNet quantizer converts nn.Linear modules only, and leaves lm_head out);
 - q8_0 / q6_k / q5_k_m / q4_k_m are llama.cpp's GGUF files, typed tensor by tensor (gguf.py).
 Weights only: the KV cache's dtype is a separate choice (estimate/kv_cache.py).
 """
@@ -81,12 +84,15 @@ FORMATS: dict[str, WeightFormat] = {f.name: f for f in (
     WeightFormat("mxfp4", "e2m1, e8m0 scale per 32 (OCP MX)", st.MXFP4),
     WeightFormat("mxfp4-experts", "MXFP4 routed experts only, rest bf16 (gpt-oss)", st.MXFP4,
                  only=("experts",), keeps="everything but the routed experts"),
+    WeightFormat("ternary", "ternary -1/0/+1, 4 per byte + bf16 scale per tensor (BitNet b1.58)",
+                 st.TERNARY),
     _gguf("q8_0", "GGUF Q8_0"), _gguf("q6_k", "GGUF Q6_K"),
     _gguf("q5_k_m", "GGUF Q5_K_M (Q5_K, some Q6_K)"),
     _gguf("q4_k_m", "GGUF Q4_K_M (Q4_K, some Q6_K)"))}
 ALIASES = {"fp8-tensor": "fp8", "fp8-per-tensor": "fp8", "fp8-128": "fp8-block",
            "int4": "int4-g128", "gptq": "int4-g128", "awq": "int4-g128",
-           "gpt-oss-mxfp4": "mxfp4-experts", "bfloat16": "bf16", "float16": "fp16"}
+           "gpt-oss-mxfp4": "mxfp4-experts", "bfloat16": "bf16", "float16": "fp16",
+           "b1.58": "ternary"}
 
 
 def weight_format(name: str | WeightFormat) -> WeightFormat:

@@ -4,8 +4,9 @@ A weight of `rows` output features by `cols` input features is stored row by row
 blocks of `block` values along its input features (the reduction axis every block-scaled format
 groups along), each block costing `block_bits` with its scales. Rounding rule: a row whose length
 is not a whole number of blocks is padded to one (ceil), as the packed layouts require; GGUF
-never pads (llama.cpp picks another type instead, see gguf.py). On top of the blocks come scales
-per row (int8's per-channel scale), per 2-D tile (DeepSeek-V3's 128 x 128 fp8 blocks) and per
+never pads (llama.cpp picks another type instead, see gguf.py); a format that packs several
+output rows together (BitNet's ternary, `row_group`) pads the rows. On top of the blocks come
+scales per row (int8's per-channel scale), per 2-D tile (DeepSeek-V3's 128 x 128 fp8 blocks) and per
 tensor (NVFP4's fp32 global scale, fp8's per-tensor scale). Bytes round up once per tensor.
 """
 
@@ -23,9 +24,13 @@ class Storage:
     tile: int = 0  # side of the square 2-D scale tiles (0: none)
     tile_bits: int = 0  # per tile
     tensor_bits: int = 0  # per tensor
+    # output rows packed together (BitNet's ternary weights: 4 rows' values share a byte); the
+    # rows are padded to a whole number of groups, and block_bits is per value of each row
+    row_group: int = 1
 
     def nbytes(self, rows: int, cols: int) -> int:
         """Bytes of one rows x cols weight (a vector is 1 x n)."""
+        rows = -(-rows // self.row_group) * self.row_group
         bits = rows * (-(-cols // self.block) * self.block_bits + self.row_bits)
         if self.tile:
             bits += -(-rows // self.tile) * -(-cols // self.tile) * self.tile_bits
@@ -67,3 +72,11 @@ NVFP4 = Storage("nvfp4", block=16, block_bits=16 * 4 + 8, tensor_bits=32)
 # MXFP4 (OCP Microscaling): e2m1 values, one e8m0 scale per 32 = 4.25 bits per weight
 # (ggml's block_mxfp4: 1 + 16 bytes per 32; gpt-oss's *_blocks + *_scales tensors).
 MXFP4 = Storage("mxfp4", block=32, block_bits=32 * 4 + 8)
+# Ternary (BitNet b1.58): each weight is -1, 0 or +1 (log2 3 = 1.58 bits of information), stored
+# as 2 bits, four output rows' values packed into one uint8 ([ceil(rows / 4), cols] bytes), plus
+# one weight_scale per tensor in the model's dtype (bf16: 16 bits). That is how transformers'
+# BitNet quantizer stores and reads a checkpoint (transformers/integrations/bitnet.py:
+# VALUES_PER_ITEM = 4, pack_weights / unpack_weights along dim 0, BitLinear's weight buffer
+# [out_features // 4, in_features] uint8 and weight_scale [1]), the layout of
+# microsoft/bitnet-b1.58-2B-4T (quantization_config quant_method bitnet): 2 bits per weight.
+TERNARY = Storage("ternary", block_bits=2, row_group=4, tensor_bits=16)

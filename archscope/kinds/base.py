@@ -82,13 +82,16 @@ def own_weights(prefix: str, module_type: str, sizes: dict[str, int]) -> list[Pa
             for n, size in sizes.items()]
 
 
-def gated_parts(prefix: str, d: int, d_ff: int, bias: bool, fused: bool = False) -> list[Part]:
+def gated_parts(prefix: str, d: int, d_ff: int, bias: bool, fused: bool = False,
+                sub_norm: bool = False) -> list[Part]:
     """A gated MLP (SwiGLU, GeGLU): gate_proj and up_proj d -> d_ff, down_proj d_ff -> d;
-    `fused` (Phi-3): gate_up_proj d -> 2*d_ff in their place, the same weights in one tensor."""
+    `fused` (Phi-3): gate_up_proj d -> 2*d_ff in their place, the same weights in one tensor;
+    `sub_norm` (BitNet): an RMSNorm of d_ff before down_proj, ffn_sub_norm (no matmul)."""
     gate_up = ([linear(f"{prefix}.gate_up_proj", d, 2 * d_ff, bias)] if fused else
                [linear(f"{prefix}.gate_proj", d, d_ff, bias),
                 linear(f"{prefix}.up_proj", d, d_ff, bias)])
-    return gate_up + [linear(f"{prefix}.down_proj", d_ff, d, bias)]
+    norms = [norm(f"{prefix}.ffn_sub_norm", d_ff)] if sub_norm else []
+    return gate_up + [linear(f"{prefix}.down_proj", d_ff, d, bias)] + norms
 
 
 def load_factory(path: str) -> Callable:

@@ -23,7 +23,8 @@ def describe(f, d: int) -> str:
 
 register(FFNKind(
     name="geglu", module="archscope.nn.ffn:geglu",
-    parts=lambda f, d: gated_parts("ffn", d, f.d_ff, f.bias, bool(f.fused_gate_up)),
+    parts=lambda f, d: gated_parts("ffn", d, f.d_ff, f.bias, bool(f.fused_gate_up),
+                                   bool(f.sub_norm)),
     hidden=lambda f: f.d_ff, activation_width=lambda f: 2 * f.d_ff,
     display="GeGLU", describe=describe, label=lambda f: "GeGLU",
     title=lambda f: "GeGLU MLP", short=lambda f: f"GeGLU MLP {commas(f.d_ff)}",

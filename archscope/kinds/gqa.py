@@ -14,7 +14,9 @@ change either). With attention.sinks (gpt-oss) each query head has one learned l
 joins the softmax's denominator and is then dropped: n_heads parameters (`sinks`), no matmul
 (it meets no key), no cache (it is not a token). With attention.output_gate (Qwen3-Next)
 q_proj is twice as wide: each head's query rows, then as many gate rows, and
-sigmoid(gate) * attention output goes into o_proj (the gate is never cached). Llama 4 adds a weightless L2 QK-norm after
+sigmoid(gate) * attention output goes into o_proj (the gate is never cached). With
+attention.sub_norm (BitNet) an RMSNorm of n_heads*head_dim, attn_sub_norm, normalises the
+attention output before o_proj: weights only. Llama 4 adds a weightless L2 QK-norm after
 RoPE (qk_norm l2), chunked attention (attention.chunk) and a temperature on NoPE layers'
 queries: none has weights or matmuls. The cache holds one key and one value per KV head per
 token: 2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window`
@@ -26,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from archscope.kinds.registry import register
-from archscope.kinds.base import AttentionKind, Part, Weight, linear, own_weights
+from archscope.kinds.base import AttentionKind, Part, Weight, linear, norm, own_weights
 from archscope.kinds.wording import (attention_extras, rope_text, scale_text, window_label,
                                      window_short)
 from archscope.spec.attention import QK_NORMS_WITH_WEIGHTS
@@ -77,9 +79,10 @@ def parts(attn, d: int):
                  linear("attention.k_proj", d, kv_width, attn.bias),
                  linear("attention.v_proj", d, kv_width, attn.bias)])
     sinks = own_weights("attention", "GQAAttention", {"sinks": attn.n_heads}) if attn.sinks else []
+    sub_norm = [norm("attention.attn_sub_norm", q_width)] if attn.sub_norm else []  # BitNet's
     return [*qkv,
             *qk_norms,
-            linear("attention.o_proj", q_width, d, attn.has_out_bias), *sinks]
+            linear("attention.o_proj", q_width, d, attn.has_out_bias), *sinks, *sub_norm]
 
 
 def qk_text(attn, lead: str = ", ") -> str:
@@ -94,6 +97,7 @@ def qk_text(attn, lead: str = ", ") -> str:
     text += lead + "sigmoid output gate" if attn.output_gate else ""
     text += f"{lead}logits soft-capped at {attn.softcap:g}" if attn.softcap else ""
     text += f"{lead}q, k, v clipped to ±{attn.clip_qkv:g}" if attn.clip_qkv else ""
+    text += f"{lead}RMSNorm before o_proj" if attn.sub_norm else ""
     return text + (lead + "fused qkv_proj" if attn.fused_qkv else "")
 
 
@@ -105,7 +109,7 @@ def mha_projections(attn, d: int) -> dict[str, int]:
     """The same layer's projections with n_kv_heads = n_heads (norms left out), q, k and v
     apart even when fused (the comparison is per projection; a fusion changes no count)."""
     mha = dataclasses.replace(attn, n_kv_heads=attn.n_heads, fused_qkv=None, sinks=None,
-                              output_gate=None)
+                              output_gate=None, sub_norm=None)
     return {p.name.split(".", 1)[1]: p.params for p in parts(mha, d) if "norm" not in p.name}
 
 
@@ -155,6 +159,7 @@ def draw(g, spec, a):
     sdpa = g.node("sdpa", f"causal softmax(q·kᵀ {scale_text(spec, a.head_dim)})·v<br/>"
                           f"{share}{span}{sink}")
     gated = "× sigmoid(gate), then " if a.output_gate else ""
+    gated += "attn_sub_norm (RMSNorm), then " if a.sub_norm else ""
     o = g.node("o_proj", f"{gated}o_proj{bias_text(a.has_out_bias)}<br/>{a.n_heads}×{hd} → {d}")
     entry = list(dict.fromkeys([q, k, v]))
     q, k = _draw_qk_norm(g, a, q, k)

@@ -6,6 +6,8 @@ d_expert, top_k per token, and the shared experts as ONE SwiGLU of n_shared_expe
 DeepSeek-V3's e_score_correction_bias (n_experts numbers per MoE layer, selection only) is a
 buffer in transformers, not a parameter, so it is not counted here (it is in the checkpoint).
 
+Phi-3.5-MoE's sparsemixer router (router.method sparsemixer) picks its experts one round at a
+time from masked logits: the same gate matrix, so the same parameters and matmul FLOPs.
 A token uses the router, top_k routed experts and the shared ones (the `active` count).
 Its activations: gate and up of every expert a token visits, plus the router's logits.
 """
@@ -48,10 +50,17 @@ def _shared(f) -> str:
     return f" + {f.n_shared_experts} shared" if f.shared_experts else ""
 
 
+def _method(r) -> str:
+    """'greedy', 'noaux_tc (1 of 2 groups)', 'sparsemixer (relative gap 2×0.01)'."""
+    if r.method == "sparsemixer":
+        return f"sparsemixer (relative gap 2×{num(r.jitter_eps)})"
+    return r.method + (f" ({r.topk_group} of {r.n_group} groups)" if r.method != "greedy"
+                       else "")
+
+
 def describe(f, d: int) -> str:
     r = f.routing
-    routing = r.method + (f" ({r.topk_group} of {r.n_group} groups)"
-                          if r.method != "greedy" else "")
+    routing = _method(r)
     routing += ", sigmoid" if r.scoring == "sigmoid" else ""
     unit = f" ({f.activation}{', bias' if f.bias else ''}{clamp_text(f)})" \
         if f.limit is not None or f.bias else ""
@@ -63,14 +72,19 @@ def describe(f, d: int) -> str:
 
 def draw(g, spec, f):
     d, r = commas(spec.d_model), f.routing
-    groups = f", best {r.topk_group} of {r.n_group} groups" if r.method != "greedy" else ""
+    groups = (f", best {r.topk_group} of {r.n_group} groups"
+              if r.method in ("group_limited_greedy", "noaux_tc") else "")
     bias = " (+ bias to choose)" if r.correction_bias else ""
-    router = g.node("router", f"router<br/>{d} → {f.n_experts}, {r.scoring}{bias}, "
-                              f"top-{f.top_k}{groups}")
+    pick = (f"sparsemixer: {f.top_k} rounds, each a softmax within 2×{num(r.jitter_eps)} of "
+            "the best left" if r.method == "sparsemixer" else
+            f"{r.scoring}{bias}, top-{f.top_k}{groups}")
+    router = g.node("router", f"router<br/>{d} → {f.n_experts}, {pick}")
     experts = g.node("experts", f"{f.n_experts} routed experts, {f.top_k} per token<br/>"
                                 f"each SwiGLU {d} → {commas(f.d_expert)} → {d}"
                                 f"{clamp_text(f)}")
     weights = "weights renormalised" if r.normalize else f"{r.scoring} weights"
+    weights = ("each pick's masked softmax" + (", renormalised" if r.normalize else "")
+               if r.method == "sparsemixer" else weights)
     scale = f" × {num(r.scaling_factor)}" if r.scaling_factor != 1 else ""
     combine = g.circle("combine", f"Σ Eᵢ(gᵢ·x){scale}" if r.weights == "input"
                        else f"Σ gᵢ·Eᵢ(x){scale}")
@@ -95,8 +109,11 @@ def explain(f, d: int) -> str:
     shared = 3 * d * f.shared_width if f.shared_experts else 0
     router = d * f.n_experts
     total, active = router + f.n_experts * experts + shared, router + f.top_k * experts + shared
+    how = (f"{_method(f.routing)}: each of {f.top_k} rounds picks the best expert left and "
+           "weighs it by its softmax over the logits near it" if f.routing.method == "sparsemixer"
+           else f"{f.routing.method}, {f.routing.scoring}")
     text = (f"A router (W_r, {commas(d)} → {f.n_experts}) scores every expert for each token "
-            f"({f.routing.method}, {f.routing.scoring}) and the {f.top_k} best run: each a gated "
+            f"({how}) and the {f.top_k} best run: each a gated "
             f"unit W_down·(act(W_gate·x) ⊙ W_up·x) of {commas(f.d_expert)} "
             f"({f.d_expert / d:.2f}× {commas(d)}; three matrices, {commas(experts)} weights), "
             "their outputs summed with the router's weights.")

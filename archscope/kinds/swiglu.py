@@ -3,6 +3,8 @@
 Three matrices: gate_proj and up_proj d -> d_ff, down_proj d_ff -> d (biases when ffn.bias);
 with ffn.fused_gate_up (Phi-3/Phi-4) gate_up_proj d -> 2*d_ff holds the first two, gate rows
 first: the same parameters and multiply-adds, named as the checkpoint's tensor.
+With ffn.sub_norm (BitNet) an RMSNorm of d_ff, ffn_sub_norm, normalises act(gate) * up before
+down_proj: d_ff weights, no matmul. With activation relu2 the gate is a squared ReLU (BitNet).
 With ffn.limit (gpt-oss's swiglu_limit, here and in moe's experts) the unit is clamped:
 gate at most `limit`, up within [-limit, limit], and the product is act(gate) * (up + 1); with
 activation quick_gelu (x·sigmoid(1.702x)) that is gpt-oss's expert exactly. Elementwise, so
@@ -34,7 +36,8 @@ def draw_gated(g, spec, f, prefix: str = "", width: int | None = None, act_name:
         up = g.node(prefix + "up", f"{prefix}up_proj{bias_text(f.bias)}<br/>{d} → {ff}")
     act = g.node(prefix + "act", (act_name or ACTIVATION_NAMES[f.activation]) + clamp_text(f))
     mul = g.circle(prefix + "mul", "⊙")
-    down = g.node(prefix + "down", f"{prefix}down_proj{bias_text(f.bias)}<br/>{ff} → {d}")
+    sub = " (after ffn_sub_norm, RMSNorm)" if f.sub_norm and not prefix else ""  # BitNet's
+    down = g.node(prefix + "down", f"{prefix}down_proj{bias_text(f.bias)}{sub}<br/>{ff} → {d}")
     g.edge(gate, act, "gate" if gate == up else None)
     g.edge(act, mul)
     g.edge(up, mul, "up" if gate == up else None)
@@ -43,12 +46,23 @@ def draw_gated(g, spec, f, prefix: str = "", width: int | None = None, act_name:
 
 
 def fused_text(f) -> str:
-    return ", fused gate_up_proj" if f.fused_gate_up else ""
+    """What a gated MLP adds to its three matrices: ', fused gate_up_proj, sub-norm'."""
+    return (", fused gate_up_proj" if f.fused_gate_up else "") + (
+        ", RMSNorm before down_proj" if f.sub_norm else "")
+
+
+# what a gated unit is called when its gate is not SiLU's (BitNet's squared ReLU)
+GATED_NAMES = {"relu2": "ReLU²-GLU"}
+
+
+def gated_name(f) -> str:
+    return GATED_NAMES.get(f.activation, "SwiGLU")
 
 
 def describe(f, d: int) -> str:
     bias = ", bias" if f.bias else ""
-    return f"SwiGLU {d}->{f.d_ff}->{d} ({f.activation}{bias}{fused_text(f)}{clamp_text(f)})"
+    return (f"{gated_name(f)} {d}->{f.d_ff}->{d} "
+            f"({f.activation}{bias}{fused_text(f)}{clamp_text(f)})")
 
 
 def explain_gated(f, d: int, act: str) -> str:
@@ -66,9 +80,11 @@ def explain_gated(f, d: int, act: str) -> str:
 
 register(FFNKind(
     name="swiglu", module="archscope.nn.ffn:swiglu",
-    parts=lambda f, d: gated_parts("ffn", d, f.d_ff, f.bias, bool(f.fused_gate_up)),
+    parts=lambda f, d: gated_parts("ffn", d, f.d_ff, f.bias, bool(f.fused_gate_up),
+                                   bool(f.sub_norm)),
     hidden=lambda f: f.d_ff, activation_width=lambda f: 2 * f.d_ff,
-    display="SwiGLU", describe=describe, label=lambda f: "SwiGLU",
-    title=lambda f: "SwiGLU MLP", short=lambda f: f"SwiGLU MLP {commas(f.d_ff)}",
-    draw=draw_gated, claim_names=lambda f: ["SwiGLU"],
+    display="SwiGLU", describe=describe, label=gated_name,
+    title=lambda f: f"{gated_name(f)} MLP",
+    short=lambda f: f"{gated_name(f)} MLP {commas(f.d_ff)}",
+    draw=draw_gated, claim_names=lambda f: [gated_name(f)],
     explain=lambda f, d: explain_gated(f, d, ACTIVATION_NAMES[f.activation])))

@@ -6,8 +6,9 @@ in Qwen3, full width as in OLMo 2, a LayerNorm per head as in Phi-2 or with a we
 head as in Cohere, before RoPE; Llama 4's weightless l2 per head, after RoPE),
 Llama 4's temperature tuning of q on NoPE layers, q, k and v from one fused projection or three
 (Phi-3's qkv_proj, Llama's q/k/v_proj), optional attention sinks (gpt-oss: a learned logit
-per head in the softmax's denominator), a soft cap on the logits (Gemma 2) and q/k/v clamped
-(OLMo's clip_qkv)."""
+per head in the softmax's denominator), a soft cap on the logits (Gemma 2), q/k/v clamped
+(OLMo's and DBRX's clip_qkv) and an RMSNorm of the output before o_proj (BitNet's
+attn_sub_norm)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from torch import nn
 
 from archscope.nn.cache import LayerCache, attention_mask
 from archscope.nn.linear import Linear
-from archscope.nn.norms import qk_norm
+from archscope.nn.norms import RMSNorm, qk_norm
 from archscope.nn.rope import apply_partial_rope, apply_rope, apply_rope_interleaved
 from archscope.spec.attention import QK_NORMS_WITH_WEIGHTS
 from archscope.spec.schema import AttentionSpec, ModelSpec
@@ -155,6 +156,9 @@ class GQAAttention(nn.Module):
         self.temperature = (attn.temperature_floor, attn.temperature_scale)
         self.sinks = nn.Parameter(torch.empty(h)) if attn.sinks else None  # gpt-oss's
         self.softcap, self.clip = attn.softcap, attn.clip_qkv  # Gemma 2's; OLMo's, DBRX's
+        # BitNet's attn_sub_norm: an RMSNorm of the attention output, before o_proj
+        self.attn_sub_norm = (RMSNorm(h * hd, spec.norm.eps, spec.norm.unit_offset)
+                              if attn.sub_norm else nn.Identity())
 
     def _heads(self, y, heads: int, norm: nn.Module, width: int):
         """[B, T, heads*head_dim] -> [B, heads, T, head_dim], normed in groups of `width`."""
@@ -195,7 +199,7 @@ class GQAAttention(nn.Module):
         out = out.transpose(1, 2).reshape(b, t, -1)
         if self.gated:
             out = out * torch.sigmoid(gate.reshape(b, t, -1))
-        return self.o_proj(out)
+        return self.o_proj(self.attn_sub_norm(out))
 
     def _tuned(self, q, start):
         """q [B, H, T, D] times Llama 4's temperature at each query's position (computed in

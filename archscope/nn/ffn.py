@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.linear import Linear
+from archscope.nn.norms import RMSNorm
 from archscope.spec.schema import FFNSpec, ModelSpec
 
 ACTIVATIONS = {
@@ -52,10 +53,12 @@ class MLP(nn.Module):
 class GatedMLP(nn.Module):
     """down(act(gate(x)) * up(x)): SwiGLU when the activation is SiLU, GeGLU with GELU-tanh.
     `fused` (Phi-3): one gate_up_proj d -> 2*d_ff, gate rows first (transformers' Phi3MLP
-    chunks its output into gate, up), under its HF name so a checkpoint loads as it is."""
+    chunks its output into gate, up), under its HF name so a checkpoint loads as it is.
+    `sub_norm` (BitNet): a norm of act(gate) * up before down_proj, `ffn_sub_norm`."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool,
-                 fused: bool = False, limit: float | None = None):
+                 fused: bool = False, limit: float | None = None,
+                 sub_norm: nn.Module | None = None):
         super().__init__()
         self.fused = fused
         if fused:
@@ -65,6 +68,7 @@ class GatedMLP(nn.Module):
             self.up_proj = Linear(d_model, d_ff, bias=bias)
         self.down_proj = Linear(d_ff, d_model, bias=bias)
         self.glu = GatedUnit(activation, limit)
+        self.ffn_sub_norm = sub_norm if sub_norm is not None else nn.Identity()
 
     def gate_up(self, x):
         if self.fused:
@@ -73,22 +77,27 @@ class GatedMLP(nn.Module):
 
     def forward(self, x):
         gate, up = self.gate_up(x)
-        return self.down_proj(self.glu(gate, up))
+        return self.down_proj(self.ffn_sub_norm(self.glu(gate, up)))
 
 
 def mlp(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
     return MLP(spec.d_model, ffn.d_ff, ffn.activation, ffn.bias)
 
 
+def _sub_norm(spec: ModelSpec, ffn: FFNSpec) -> nn.Module | None:
+    """BitNet's ffn_sub_norm: an RMSNorm of d_ff with the model's eps (and Gemma's offset)."""
+    return RMSNorm(ffn.d_ff, spec.norm.eps, spec.norm.unit_offset) if ffn.sub_norm else None
+
+
 def swiglu(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
     return GatedMLP(spec.d_model, ffn.d_ff, ffn.activation, ffn.bias, bool(ffn.fused_gate_up),
-                    ffn.limit)
+                    ffn.limit, _sub_norm(spec, ffn))
 
 
 def geglu(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
     """Gemma's MLP: the gated form with GELU (tanh approximation), which defines the kind."""
     return GatedMLP(spec.d_model, ffn.d_ff, "gelu_tanh", ffn.bias, bool(ffn.fused_gate_up),
-                    ffn.limit)
+                    ffn.limit, _sub_norm(spec, ffn))
 
 
 def relu2(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:

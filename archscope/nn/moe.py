@@ -1,22 +1,11 @@
 """Mixture-of-experts FFN: a softmax router, routed SwiGLU experts, optional shared experts.
 
-One component covers DeepSeekMoE, Mixtral and GraniteMoe; only the spec's settings differ:
-- router `gate` (d_model -> n_experts; a bias when routing.bias, gpt-oss), computed in fp32;
-  scores = softmax(logits);
-- greedy: the top_k scores; group_limited_greedy (DeepSeek-V2): experts form n_group groups,
-  a group's score is its best expert's, only the topk_group best groups are eligible;
-- routing.normalize: divide the chosen weights by their sum (Mixtral, GraniteMoe). That is
-  exactly softmax over the chosen logits, which is how GraniteMoe writes it (top-k first,
-  softmax after): the softmax is monotonic, so both pick the same experts and weights
-  (gpt-oss's router is that too: top-k of the biased logits, softmax over them);
-- noaux_tc (DeepSeek-V3, scoring sigmoid): experts are chosen by score + e_score_correction_bias
-  (a buffer, not a parameter), groups scored by the sum of their best two; the weights are the
-  chosen experts' unbiased scores;
-- routing.scaling_factor multiplies the weights (DeepSeek's routed_scaling_factor), after any
-  normalisation;
-- out = sum_k weight_k * expert_k(x) + shared_experts(x); with routing.weights "input"
-  (Llama 4: top-1, sigmoid) the weight scales the expert's input instead:
-  out = sum_k expert_k(weight_k * x) + shared_experts(x).
+One component covers DeepSeekMoE, Mixtral, GraniteMoe, gpt-oss, Llama 4 and Phi-3.5-MoE; only
+the spec's settings differ. The router `gate` (archscope/nn/router.py) gives each token its
+top_k experts and their weights;
+out = sum_k weight_k * expert_k(x) + shared_experts(x); with routing.weights "input"
+(Llama 4: top-1, sigmoid) the weight scales the expert's input instead:
+out = sum_k expert_k(weight_k * x) + shared_experts(x).
 
 Routed experts are stored as transformers 5.x does, so checkpoint mapping is a rename:
 `experts.gate_up_proj` [n_experts, 2*d_expert, d_model] (gate rows first, then up) and
@@ -38,77 +27,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.ffn import GatedMLP, GatedUnit
-from archscope.nn.linear import Linear, linear
+from archscope.nn.linear import Linear
 from archscope.nn.moe_sync_free import experts_dense, experts_gathered
+from archscope.nn.router import Router
 from archscope.nn.shards import local
-from archscope.spec.schema import FFNSpec, ModelSpec, RouterSpec
+from archscope.spec.schema import FFNSpec, ModelSpec
 
-
-class Router(nn.Module):
-    """Picks top_k experts per token and their weights; the gate's weight is `gate.weight`."""
-
-    def __init__(self, d_model: int, n_experts: int, top_k: int, routing: RouterSpec):
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(n_experts, d_model))
-        self.top_k, self.routing = top_k, routing
-        self.bias = nn.Parameter(torch.empty(n_experts)) if routing.bias else None
-        if routing.correction_bias:  # a buffer, as transformers' DeepseekV3TopkRouter holds it
-            self.register_buffer("e_score_correction_bias", torch.zeros(n_experts))
-        self.weight_fp32: tuple | None = None  # (weight, bias) in fp32: see keep_fp32_copy
-
-    def keep_fp32_copy(self) -> None:
-        """Cast the gate's weight (and bias) to fp32 once, for every later call, instead of once
-        per call. For a model whose weights are final (loaded; the fast decode path calls it): a
-        later change to `weight` is not seen. Nothing to keep when they are fp32 already."""
-        if self.weight.dtype != torch.float32:
-            self.weight_fp32 = (self.weight.detach().float(),
-                                None if self.bias is None else self.bias.detach().float())
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x [N, d] -> (weights [N, top_k] in fp32, expert indices [N, top_k])."""
-        weight, bias = self.weight_fp32 or (
-            self.weight.float(), None if self.bias is None else self.bias.float())
-        logits = linear(x.float(), weight, bias)
-        r = self.routing
-        scores = logits.sigmoid() if r.scoring == "sigmoid" else logits.softmax(dim=-1)
-        if r.method == "noaux_tc":
-            return self._noaux_tc(scores)
-        if r.method == "group_limited_greedy":
-            scores = _keep_best_groups(scores, r.n_group, r.topk_group)
-        weights, index = scores.topk(self.top_k, dim=-1)
-        if r.normalize:
-            weights = weights / weights.sum(dim=-1, keepdim=True)
-        return _scaled(weights, r.scaling_factor), index
-
-    def _noaux_tc(self, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """DeepSeek-V3: choose by scores + bias (a group's score: the sum of its best two),
-        weigh by the unbiased scores of the chosen experts."""
-        r, (n, e) = self.routing, scores.shape
-        choice = (scores + self.e_score_correction_bias).view(n, r.n_group, e // r.n_group)
-        best = choice.topk(2, dim=-1).values.sum(dim=-1).topk(r.topk_group, dim=-1).indices
-        keep = torch.zeros(n, r.n_group, dtype=torch.bool, device=scores.device)
-        keep.scatter_(1, best, True)
-        choice = choice.masked_fill(~keep[..., None], float("-inf")).view(n, e)
-        index = choice.topk(self.top_k, dim=-1).indices
-        weights = scores.gather(1, index)
-        if r.normalize:  # transformers' 1e-20 guards a sum of sigmoids that underflowed
-            weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
-        return _scaled(weights, r.scaling_factor), index
-
-
-def _scaled(weights: torch.Tensor, factor: float) -> torch.Tensor:
-    """weights * routed_scaling_factor; most routers have 1, and a multiply by 1 is not run."""
-    return weights if factor == 1 else weights * factor
-
-
-def _keep_best_groups(scores: torch.Tensor, n_group: int, topk_group: int) -> torch.Tensor:
-    """Zero the scores outside each token's topk_group best groups (a group's score: its max)."""
-    n, e = scores.shape
-    grouped = scores.view(n, n_group, e // n_group)
-    best = grouped.amax(dim=-1).topk(topk_group, dim=-1).indices
-    keep = torch.zeros(n, n_group, dtype=torch.bool, device=scores.device).scatter_(1, best, True)
-    # 0 (not -inf) as transformers does: every softmax score is > 0, so a kept expert always wins.
-    return grouped.masked_fill(~keep[..., None], 0.0).view(n, e)
+__all__ = ["MoE", "Router", "RoutedExperts", "EXPERT_PATHS", "FLOP_FORMULAS", "pick_path",
+           "experts_reference", "experts_batched", "grouped_linear"]
 
 
 class RoutedExperts(nn.Module):

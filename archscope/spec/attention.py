@@ -79,6 +79,10 @@ class AttentionSpec:
     # gqa: q, k and v clamped to [-clip_qkv, clip_qkv] after their projections (OLMo's and
     # DBRX's clip_qkv). Elementwise. null: none.
     clip_qkv: float | None = None
+    # gqa: an RMSNorm over the attention output (n_heads*head_dim wide, the model's norm eps)
+    # before o_proj, `attn_sub_norm` (BitNet b1.58's). n_heads*head_dim parameters, no matmul,
+    # no cache element. null or false: none.
+    sub_norm: bool | None = None
     # MLA
     q_lora_rank: int | None = None  # null: plain query projection (DeepSeek-V2-Lite)
     kv_lora_rank: int | None = None
@@ -97,6 +101,7 @@ class AttentionSpec:
         one_spelling(self, "qk_norm_bias")
         if self.qk_norm_kind == "rmsnorm":
             object.__setattr__(self, "qk_norm_kind", None)  # the default: one spelling
+        one_spelling(self, "sub_norm")
 
     def validate(self) -> None:
         positive(self, "n_heads", "n_kv_heads", "head_dim", "window", "chunk",
@@ -129,7 +134,7 @@ class AttentionSpec:
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "qk_norm_kind", "fused_qkv", "rotary_fraction", "sinks",
                           "chunk", "temperature_floor", "temperature_scale", "output_gate",
-                          "softcap", "clip_qkv")
+                          "softcap", "clip_qkv", "sub_norm")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
                                        "rope: false applies to gqa attention only")
             for name in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):

@@ -1,5 +1,5 @@
-"""The spec's components: norm, position (RoPE and its scaling), router and FFN (attention
-is in `attention`).
+"""The spec's components: norm, position (RoPE and its scaling) and FFN (attention is in
+`attention`, the MoE router in `router`).
 
 Frozen dataclasses whose field names are the YAML keys (DESIGN.md section 2). Only facts are
 stored; anything derived (group size, MLA q/k head dim) is a property. Each class checks its own
@@ -13,6 +13,8 @@ from typing import Literal
 
 from archscope.errors import SpecError
 from archscope.spec.checks import absent_unless, one_spelling, positive, require
+# the router is its own module; its names stay importable from here, beside the FFN's
+from archscope.spec.router import RouterMethod, RouterScoring, RouterSpec, RouterWeights  # noqa: F401
 
 NormKind = Literal["layernorm", "rmsnorm"]
 PositionKind = Literal["learned", "rope", "none"]
@@ -20,11 +22,6 @@ ScalingKind = Literal["llama3", "yarn", "linear"]
 FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
 # quick_gelu: x * sigmoid(1.702 x) (transformers' ACT2FN name; gpt-oss's experts' gate)
 Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu"]
-RouterMethod = Literal["greedy", "group_limited_greedy", "noaux_tc"]
-RouterScoring = Literal["softmax", "sigmoid"]
-# where a routed expert's weight applies: to its output (Mixtral, DeepSeek) or to its input
-# (Llama 4: the expert runs on weight * x and its output is added as it is)
-RouterWeights = Literal["output", "input"]
 # pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
 # output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm;
 # sandwich: both, four norms per block, x + post(sublayer(pre(x))) (Gemma 2/3), keeping the final;
@@ -159,39 +156,14 @@ class PositionSpec:
             absent_unless(self, "kind", "rope", "theta", "scaling", "interleaved", "reversed")
 
 
-@dataclass(frozen=True)
-class RouterSpec:
-    """How a MoE layer picks experts: softmax or sigmoid scores, then top-k (optionally
-    group-limited; DeepSeek-V3's noaux_tc adds a per-expert bias used for selection only)."""
-
-    method: RouterMethod = "greedy"
-    n_group: int | None = None  # group-limited methods: experts split into n_group groups
-    topk_group: int | None = None  # ... of which the best topk_group groups are eligible
-    normalize: bool = True  # renormalise the chosen top-k weights to sum to 1
-    scaling_factor: float = 1.0  # DeepSeek's routed_scaling_factor
-    scoring: RouterScoring = "softmax"  # DeepSeek's scoring_func
-    correction_bias: bool = False  # DeepSeek-V3's e_score_correction_bias (choice only; a buffer)
-    bias: bool = False  # the router Linear's own bias, added to the logits (gpt-oss)
-    weights: RouterWeights = "output"  # input: scale each expert's input instead (Llama 4)
-
-    def validate(self) -> None:
-        positive(self, "n_group", "topk_group", "scaling_factor")
-        require(self.method != "noaux_tc" or self.correction_bias, "correction_bias",
-                "noaux_tc chooses experts by the scores plus a correction bias: set "
-                "correction_bias: true")
-        if self.method in ("group_limited_greedy", "noaux_tc"):
-            require(self.n_group is not None and self.topk_group is not None, "method",
-                    f"{self.method} needs n_group and topk_group")
-            require(self.topk_group <= self.n_group, "topk_group",
-                    f"topk_group ({self.topk_group}) cannot exceed n_group ({self.n_group})")
-
-
 # Kinds whose activation is part of their definition: the spec's `activation` defaults to it
 # and may only repeat it. GeGLU's gate is GELU with the tanh approximation (transformers' Gemma:
 # gelu_pytorch_tanh); Nemotron-H's MLP squares a ReLU (mlp_hidden_act: relu2).
 KIND_ACTIVATION: dict[str, str] = {"geglu": "gelu_tanh", "relu2": "relu2"}
 DEFAULT_ACTIVATION = "silu"  # every other kind's, when the spec does not say
-OWN_ACTIVATION = {"relu2": "relu2"}  # activations only their kind has: activation -> kind
+# activations that make a two-matrix MLP another kind (one spelling: mlp with relu2 is kind
+# relu2); a gated unit may use them (BitNet's ReLU² GLU: swiglu with relu2)
+OWN_ACTIVATION = {"relu2": "relu2"}
 GATED_KINDS = ("swiglu", "geglu")  # one dense gate_proj and up_proj: what fused_gate_up fuses
 
 
@@ -221,6 +193,9 @@ class FFNSpec:
     # above at `limit`, up to [-limit, limit], and the product is act(gate) * (up + 1): the +1
     # comes with the clamp in gpt-oss. null: act(gate) * up, unclamped.
     limit: float | None = None
+    # gated kinds: an RMSNorm over act(gate) * up (d_ff wide, the model's norm eps) before
+    # down_proj, `ffn_sub_norm` (BitNet b1.58's). d_ff parameters, no matmul. null or false: none.
+    sub_norm: bool | None = None
 
     MOE_KEYS = ("n_experts", "top_k", "d_expert", "n_shared_experts", "d_shared", "shared_gate",
                 "router")
@@ -231,6 +206,7 @@ class FFNSpec:
             object.__setattr__(self, "activation", default)
         one_spelling(self, "fused_gate_up")
         one_spelling(self, "shared_gate")
+        one_spelling(self, "sub_norm")
         if self.d_shared is not None and self.d_expert is not None \
                 and self.d_shared == (self.n_shared_experts or 0) * self.d_expert:
             object.__setattr__(self, "d_shared", None)  # the default width: one spelling
@@ -245,9 +221,9 @@ class FFNSpec:
             require(self.activation == own, "activation",
                     f"kind '{self.kind}' is defined by its {own} activation, got "
                     f"'{self.activation}': set activation to {own} or leave it out")
-        elif self.activation in OWN_ACTIVATION:  # one spelling per network
+        elif self.activation in OWN_ACTIVATION and self.kind == "mlp":  # one spelling
             kind = OWN_ACTIVATION[self.activation]
-            raise SpecError(f"{self.activation} is the activation of kind '{kind}' only; use "
+            raise SpecError(f"an ungated MLP with {self.activation} is kind '{kind}': use "
                             f"kind: {kind} (here kind is '{self.kind}')", key="activation")
         if self.n_shared_experts is not None:
             require(self.n_shared_experts >= 0, "n_shared_experts", "must be 0 or more")
@@ -276,9 +252,9 @@ class FFNSpec:
             require(self.d_ff is not None, "d_ff", f"required when kind is '{self.kind}'")
             absent_unless(self, "kind", "moe", *self.MOE_KEYS)
         if self.kind not in GATED_KINDS:
-            require(self.fused_gate_up is None, "fused_gate_up",
-                    f"only applies to the gated kinds ({', '.join(GATED_KINDS)}); here kind is "
-                    f"'{self.kind}'")
+            for name in ("fused_gate_up", "sub_norm"):
+                require(getattr(self, name) is None, name, "only applies to the gated kinds "
+                        f"({', '.join(GATED_KINDS)}); here kind is '{self.kind}'")
 
     @property
     def shared_experts(self) -> int:

@@ -43,6 +43,29 @@ class HFImport:
 def read_hf_config(path: str | Path) -> HFImport:
     """An HF config.json (or a folder holding one) read and checked: the spec mapping (one
     that `fields.from_mapping` accepts) and the keys that took transformers' defaults."""
+    raw, file, where = _raw(path)
+    name = raw.get("_name_or_path")
+    if name is not None and not isinstance(name, str):
+        raise SpecError(f"expected a string or null, {what(name)}", where=where,
+                        key="_name_or_path")
+    name = Path(name or "").name or file.resolve().parent.name
+    mapping, keys = _read(raw, where, name, f"config.json at {file}")
+    _check(mapping, raw, keys)
+    return HFImport(mapping, tuple(keys.defaulted.values()))
+
+
+def model_type_of(path: str | Path) -> str | None:
+    """The model_type a config.json (or its folder) names; None where it names none or cannot
+    be read."""
+    try:
+        model_type = _raw(path)[0].get("model_type")
+    except SpecError:
+        return None
+    return model_type if isinstance(model_type, str) else None
+
+
+def _raw(path: str | Path) -> tuple[dict, Path, str]:
+    """The JSON object of a config.json (or a folder holding one), its file and its name."""
     file = Path(path)
     where = str(file)
     try:
@@ -65,14 +88,7 @@ def read_hf_config(path: str | Path) -> HFImport:
         raise SpecError(f"not valid JSON: {err}", where=where) from None
     if not isinstance(raw, dict):
         raise SpecError(f"expected a JSON object, got {type(raw).__name__}", where=where)
-    name = raw.get("_name_or_path")
-    if name is not None and not isinstance(name, str):
-        raise SpecError(f"expected a string or null, {what(name)}", where=where,
-                        key="_name_or_path")
-    name = Path(name or "").name or file.resolve().parent.name
-    mapping, keys = _read(raw, where, name, f"config.json at {file}")
-    _check(mapping, raw, keys)
-    return HFImport(mapping, tuple(keys.defaulted.values()))
+    return raw, file, where
 
 
 def mapping_from_hf_config(path: str | Path) -> dict:

@@ -66,6 +66,14 @@ def as_json(value: Any) -> str:
         return quote(value)
 
 
+def _field_defaults(cls) -> dict:
+    """A transformers config class's field defaults (none if it is not a dataclass)."""
+    if not dataclasses.is_dataclass(cls):
+        return {}
+    return {f.name: f.default for f in dataclasses.fields(cls)
+            if f.default is not dataclasses.MISSING}
+
+
 @dataclasses.dataclass(frozen=True)
 class Defaulted:
     """A key the config.json lacks, and the transformers class default the import took."""
@@ -100,15 +108,22 @@ class Keys:
             from transformers import CONFIG_MAPPING
 
             cls = CONFIG_MAPPING[self.model_type]
-            self._defaults = {f.name: f.default for f in dataclasses.fields(cls)
-                              if f.default is not dataclasses.MISSING}
+            self._defaults = _field_defaults(cls)
             self._defaults["rope_theta"] = cls.default_theta
+            for section, sub in getattr(cls, "sub_configs", {}).items():  # DBRX's attn_config
+                self._defaults.update({f"{section}.{k}": v
+                                       for k, v in _field_defaults(sub).items()})
         return self._defaults
 
     def get(self, key: str, fallback: Any = _ABSENT) -> Any:
-        """The file's value; else `fallback` if given; else transformers' class default (noted)."""
+        """The file's value; else `fallback` if given; else transformers' class default (noted).
+        A dotted key names a key of a nested section (`attn_config.clip_qkv`: DBRX's), whose
+        default is its sub-config class's."""
         if key in self.raw:
             return self.raw[key]
+        section, _, inner = key.partition(".")
+        if inner and isinstance(self.raw.get(section), dict) and inner in self.raw[section]:
+            return self.raw[section][inner]
         if fallback is not _ABSENT:
             return fallback
         defaults = self._class_defaults()

@@ -1,5 +1,6 @@
 """Re-arrangements between an HF tensor and ours that a rename cannot express (a Rule's
-`layout`), each as (HF -> ours, ours -> HF)."""
+`layout`), each as (HF -> ours, ours -> HF); the first is given our tensor's shape, which a
+stacked HF tensor does not carry (how many experts it holds)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,30 @@ def _swap(t: torch.Tensor) -> torch.Tensor:
     return t.transpose(-1, -2)
 
 
-# layout: (HF -> ours, ours -> HF). gpt-oss's GptOssExperts multiplies x @ W, so its expert
-# weights are ours transposed ([E, d, 2f] and [E, f, d]), and its gate_up_proj (and its bias)
-# alternate gate and up columns where ours has gate rows then up rows.
+def _stacked(t: torch.Tensor, shape) -> torch.Tensor:
+    """[E*f, d], the experts' rows one after another -> ours [E, f, d]."""
+    return t.reshape(shape)
+
+
+def _stacked_transposed(t: torch.Tensor, shape) -> torch.Tensor:
+    """[E*f, d] -> ours [E, d, f]: each expert's [f, d] block transposed."""
+    return t.reshape(shape[0], shape[2], shape[1]).transpose(1, 2)
+
+
+def _unstacked(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(-1, t.shape[-1])
+
+
+# layout: (HF -> ours, given our tensor's shape; ours -> HF). gpt-oss's GptOssExperts multiplies
+# x @ W, so its expert weights are ours transposed ([E, d, 2f] and [E, f, d]), and its
+# gate_up_proj (and its bias) alternate gate and up columns where ours has gate rows then up
+# rows. DBRX's DbrxExpertGLU holds each projection's experts stacked in one 2-D tensor
+# [E*f, d]: w1 (gate) and v1 (up) as nn.Linear rows, w2 (down) as x @ W, so transposed.
 LAYOUTS = {
-    "interleaved_gate_up": (lambda t: _swap(_deinterleave(t)), lambda t: _interleave(_swap(t))),
-    "interleaved": (_deinterleave, _interleave),
-    "transposed": (_swap, _swap),
+    "interleaved_gate_up": (lambda t, _: _swap(_deinterleave(t)),
+                            lambda t: _interleave(_swap(t))),
+    "interleaved": (lambda t, _: _deinterleave(t), _interleave),
+    "transposed": (lambda t, _: _swap(t), _swap),
+    "stacked_experts": (_stacked, _unstacked),
+    "stacked_experts_transposed": (_stacked_transposed, lambda t: _unstacked(_swap(t))),
 }

@@ -25,9 +25,10 @@ from archscope.nn.model import DecoderLM
 from archscope.spec import ModelSpec
 from archscope.weights import experts
 from archscope.weights.files import CheckpointFiles, find_checkpoint, read_tensors
-from archscope.weights.mapping import hf_to_ours, table_for
+from archscope.weights.mapping import Part, hf_to_ours, joined, table_for
 from archscope.weights.placement import Placement, dispatch, plan
-from archscope.weights.spec_check import check_same_network, config_path, folder_spec, model_type
+from archscope.weights.spec_check import (check_not_packed, check_same_network, config_path,
+                                          folder_spec, model_type)
 from archscope.weights.validate import (check_tensors, tied_aliases, without_mtp,
                                         without_vision)
 
@@ -78,6 +79,7 @@ def open_checkpoint(folder: str | Path, spec: ModelSpec | None = None,
     the config's own spec), and each tensor's name and shape from the file headers
     (CheckpointError / InputError naming what is wrong)."""
     check_folder(folder)
+    check_not_packed(folder)
     found = folder_spec(folder)
     if spec is not None:
         check_same_network(spec, found, str(config_path(folder)))
@@ -129,6 +131,7 @@ def _read_into(model: DecoderLM, table, ckpt: CheckpointFiles, skip: set[str],
     # tensor is read on the CPU and moved to the device of the module it belongs to.
     read_on = placement.main if placement.device_map is None else torch.device("cpu")
     wanted = set(ckpt.tensors) - skip
+    pending: dict = {}  # slices of one of our tensors (a `part` rule's), until all have come
     with tqdm(total=len(wanted), desc=f"loading {Path(ckpt.folder).name}", unit="tensor",
               file=sys.stderr, leave=False, disable=None if progress else True) as bar:
         for file, name, tensor in experts.tensors(ckpt, wanted, read_on, finite_reader):
@@ -136,6 +139,10 @@ def _read_into(model: DecoderLM, table, ckpt: CheckpointFiles, skip: set[str],
             if unmatched:  # check_tensors accepted it, so the table must map it
                 raise CheckpointError(f"{file}: no mapping for tensor {name}")
             for our_name, part in ours.items():
+                if isinstance(part, Part):
+                    part = joined(pending, our_name, part)
+                    if part is None:
+                        continue
                 if our_name not in aliases:
                     target = placement.storage(our_name)
                     assign(model, our_name, part.to(device=target, dtype=dtype).contiguous())

@@ -40,6 +40,29 @@ def model_type(folder: str | Path) -> str:
                               ) from None
 
 
+# quantization methods whose checkpoints the loader turns into float weights (weights/mxfp4.py)
+DEQUANTISED = ("mxfp4",)
+
+
+def check_not_packed(folder: str | Path) -> None:
+    """CheckpointError naming quantization_config.quant_method when transformers would load the
+    folder through a quantizer archscope has no reader for: its tensors are packed (BitNet's
+    ternary: uint8, four weights a byte, a weight_scale per tensor) and its forward quantized,
+    so no float model of the same network loads from it."""
+    path = config_path(folder)
+    try:
+        quant = json.loads(path.read_text(encoding="utf-8")).get("quantization_config")
+    except (OSError, ValueError, AttributeError):
+        return  # model_type() and the spec's own read name what is wrong with the file
+    method = quant.get("quant_method") if isinstance(quant, dict) else None
+    if method is not None and method not in DEQUANTISED:
+        raise CheckpointError(f"{path}: quantization_config.quant_method is {method!r}: its "
+                              "tensors are stored packed for transformers' quantizer (and its "
+                              "forward quantizes), which archscope does not read; it loads "
+                              f"float checkpoints ({', '.join(DEQUANTISED)} is dequantised). "
+                              "The format's size: archscope fit --weight-format")
+
+
 def folder_spec(folder: str | Path) -> ModelSpec:
     from archscope.spec import load_spec
 

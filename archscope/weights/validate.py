@@ -18,7 +18,7 @@ from torch import nn
 from archscope.errors import CheckpointError
 from archscope.spec.families.registry import find
 from archscope.weights.files import CheckpointFiles, listing
-from archscope.weights.mapping import hf_to_ours, ours_to_hf
+from archscope.weights.mapping import Part, hf_to_ours, ours_to_hf
 
 
 def unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -51,8 +51,8 @@ def _alias_hf_names(table, model: nn.Module) -> set[str]:
 def canonical_name(table, name: str, shape: tuple[int, ...], our_shapes: dict) -> str:
     """An older alias name (a table rule marked `alias`) as its current HF name."""
     ours, unmatched = hf_to_ours(table, {name: torch.empty(shape, device="meta")}, our_shapes)
-    if unmatched or len(ours) != 1:
-        return name
+    if unmatched or len(ours) != 1 or isinstance(next(iter(ours.values())), Part):
+        return name  # a slice of one of ours (a `part` rule) has no other name
     (our_name, tensor), = ours.items()
     return next(iter(ours_to_hf(table, {our_name: tensor})), name)
 

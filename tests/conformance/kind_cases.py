@@ -74,6 +74,10 @@ KIND_CASES = {
                                      "position": {"reversed": True}},
     # BLOOM-like: an embedding LayerNorm with weight and bias
     "embedding-layernorm": {"norm": {"kind": "layernorm", "eps": 1e-5, "embedding": True}},
+    "moe-sparsemixer": {"ffn": {**_MOE, "router": {"method": "sparsemixer", "jitter_eps": 0.5,
+                                                   "normalize": False}}},
+    "sub-norms-relu2-glu": {"attention": {"sub_norm": True},
+                            "ffn": {"activation": "relu2", "sub_norm": True}},
 }
 
 

@@ -134,11 +134,15 @@ def test_another_activation_is_refused_naming_the_key(kind, other):
     assert err.value.key == "ffn.activation" and str(err.value).startswith("overrides: ")
 
 
-@pytest.mark.parametrize("kind", ["mlp", "swiglu"])
-def test_squared_relu_is_only_the_relu2_kind(kind):
+def test_an_ungated_squared_relu_is_only_the_relu2_kind():
     with pytest.raises(SpecError) as err:
-        _spec(kind, activation="relu2")
+        _spec("mlp", activation="relu2")
     assert err.value.key == "ffn.activation" and "relu2" in err.value.detail
+
+
+def test_a_gated_unit_may_square_a_relu():
+    """BitNet's MLP: down(relu(gate)^2 * up), the gated form with relu2 (no other spelling)."""
+    assert _spec("swiglu", activation="relu2").ffn.activation == "relu2"
 
 
 def test_existing_kinds_keep_their_defaults():

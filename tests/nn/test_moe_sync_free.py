@@ -18,6 +18,8 @@ VARIANTS = {
                                  router=dict(bias=True)),
     "llama4-input-weights": dict(MOE, top_k=1, router=dict(scoring="sigmoid", normalize=False,
                                                            weights="input")),
+    "phimoe-sparsemixer": dict(MOE, router=dict(method="sparsemixer", jitter_eps=0.3,
+                                                normalize=False)),
 }
 
 

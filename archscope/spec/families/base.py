@@ -29,8 +29,11 @@ class Rule:
     Several targets mean the HF tensor is a fusion of ours, split along `split_dim` in the
     targets' sizes (GPT-2's c_attn holds q, k and v). `conv1d` marks GPT-2's Conv1D ([in, out],
     the transpose of nn.Linear). `alias` marks an older checkpoint name of a tensor another rule
-    maps: read, never written. `layout` names a re-arrangement (weights/layouts.py). Patterns use
-    `{i}` for the layer index and `{p}` for the parameter name (weight or bias).
+    maps: read, never written. `layout` names a re-arrangement (weights/layouts.py). `part`
+    (k, n): the HF tensor is the k-th of n equal slices of ours along `split_dim` (after its
+    layout), the others coming from other rules (DBRX's w1 and v1: the gate and up halves of
+    our experts' gate_up_proj). Patterns use `{i}` for the layer index and `{p}` for the
+    parameter name (weight or bias).
     """
 
     hf: str
@@ -39,6 +42,7 @@ class Rule:
     split_dim: int = 0
     alias: bool = False
     layout: str | None = None
+    part: tuple[int, int] | None = None
 
     def regex(self) -> re.Pattern:
         pattern = (re.escape(self.hf).replace(r"\{i\}", r"(?P<i>\d+)")
@@ -129,6 +133,12 @@ class Family:
                  "spellings": _EMPTY, "usual": _EMPTY, "doc": ""}
         return dataclasses.replace(self, model_type=model_type, hf_class=hf_class,
                                    base=self.model_type, **{**fresh, **changes})
+
+    @property
+    def reads_nothing(self) -> bool:
+        """Declared only to refuse (its reader names the component archscope lacks): it has no
+        weight-name rules because archscope builds nothing of it."""
+        return not self.weights
 
     def writes_hybrids(self) -> bool:
         """Whether its class builds state mixers (and so layers without attention or an FFN):

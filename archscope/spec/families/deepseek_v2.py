@@ -5,7 +5,7 @@ and a decoupled RoPE key) + routed and always-on shared experts after some dense
 from __future__ import annotations
 
 from archscope.errors import SpecError
-from archscope.spec.families.base import rules
+from archscope.spec.families.base import frozen, rules
 from archscope.spec.families.llama import LLAMA
 from archscope.spec.families.mixtral import DOWN, GATE_UP, MOE_WEIGHTS
 from archscope.spec.hf_keys import Keys
@@ -127,6 +127,6 @@ DEEPSEEK_V2 = LLAMA.but(
     weights=WEIGHTS, per_expert=PER_EXPERT, spec_keys=SPEC_KEYS, names=("deepseek",),
     # transformers' default has num_experts_per_tok None: its MoE layers' top-k fails in
     # forward; 6 is DeepSeek-V2's
-    default_fix={"num_experts_per_tok": 6},
+    default_fix=frozen({"num_experts_per_tok": 6}),
     usual={"deepseek": "deepseek-v2"}, doc="Llama + MLA + MoE with shared experts")
 FAMILIES = (DEEPSEEK_V2,)

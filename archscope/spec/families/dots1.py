@@ -10,6 +10,7 @@ i >= max_window_layers (there is no use_sliding_window switch).
 
 from __future__ import annotations
 
+from archscope.spec.families.base import frozen
 from archscope.spec.families.deepseek_v2 import PER_EXPERT
 from archscope.spec.families.deepseek_v3 import DEEPSEEK_V3, sigmoid_routed
 from archscope.spec.families.llama import read as read_llama
@@ -114,6 +115,6 @@ DOTS1 = QWEN3.but(
     spec_keys=QWEN3.key_table(**MOE_KEYS, layers="layer_types"),
     # Dots1Config's defaults leave the experts unset (None), and its class cannot be built
     # from them: the published dots.llm1's three values (rednote-hilab/dots.llm1.base)
-    default_fix={"n_routed_experts": 128, "num_experts_per_tok": 6, "n_shared_experts": 2},
+    default_fix=frozen({"n_routed_experts": 128, "num_experts_per_tok": 6, "n_shared_experts": 2}),
     doc="Qwen3 + DeepSeek-V3's MoE")
 FAMILIES = (DOTS1,)

@@ -11,6 +11,7 @@ null sliding_window then fails in transformers itself, and is refused here.
 
 from __future__ import annotations
 
+from archscope.spec.families.base import frozen
 from archscope.spec.families.deepseek_v2 import PER_EXPERT
 from archscope.spec.families.deepseek_v3 import sigmoid_routed
 from archscope.spec.families.dots1 import DOTS1, MOE_KEYS, moe_keys, sigmoid_moe, with_dense
@@ -108,6 +109,6 @@ EXAONE_MOE = DOTS1.but(
     # ExaoneMoeConfig's defaults give its sliding layers a window of 4,096 in a context of
     # 2,048, which archscope refuses as a spec (a window longer than the context): the context
     # raised to the window
-    default_fix={"max_position_embeddings": 4096},
+    default_fix=frozen({"max_position_embeddings": 4096}),
     doc="dots.llm1 + EXAONE 4's sliding layers with NoPE global layers")
 FAMILIES = (EXAONE_MOE,)

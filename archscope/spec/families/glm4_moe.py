@@ -11,6 +11,7 @@ line for line (5.23.0), so the spec's noaux_tc router is theirs.
 
 from __future__ import annotations
 
+from archscope.spec.families.base import frozen
 from archscope.spec.families.deepseek_v2 import PER_EXPERT
 from archscope.spec.families.deepseek_v3 import DEEPSEEK_V3, sigmoid_routed
 from archscope.spec.families.mixtral import MOE_WEIGHTS
@@ -102,14 +103,14 @@ _SHARED = tuple(r for r in DEEPSEEK_V3.weights if ".mlp.shared_experts." in r.hf
 GLM4_MOE = DEEPSEEK_V3.but(
     "glm4_moe", "Glm4MoeForCausalLM", read=read, write=write, exports=_claims,
     attentions=("gqa",), ffns=("moe", "swiglu"),
-    # transformers' default: 4096 / 96 heads gives head_dim 42, whose partial rotary half (21)
-    # is odd, so its RoPE tables come out 22 wide and the forward fails; GLM-4.5 sets 128
-    default_fix={"head_dim": 128},
     weights=QWEN3.weights + MOE_WEIGHTS + tuple(r for r in _SHARED if r not in MOE_WEIGHTS),
     per_expert=PER_EXPERT,
     spec_keys=DEEPSEEK_V3.key_table(**{
         "ffn.d_ff": "intermediate_size", "attention.qk_norm": "use_qk_norm",
         "attention.bias": "attention_bias", "attention.out_bias": "attention_bias",
         "attention.rotary_fraction": "partial_rotary_factor"}),
-    names=("glm",), doc="Llama + partial RoPE + q/k/v bias + DeepSeek-V3's MoE")
+    names=("glm",), doc="Llama + partial RoPE + q/k/v bias + DeepSeek-V3's MoE",
+    # 4096 / 96 heads gives head_dim 42, whose partial rotary half (21) is odd: its RoPE
+    # tables come out 22 wide and the forward fails; GLM-4.5 sets head_dim 128
+    default_fix=frozen({"head_dim": 128}))
 FAMILIES = (GLM4_MOE,)
