@@ -20,9 +20,9 @@ from archscope.spec.hf_writers_base import without
 from archscope.spec.resolved import differences
 from archscope.spec.schema import ModelSpec
 
-# FFN kinds that no class written here has after a mixer in the same layer: kind -> why
-_NO_HF_CLASS = {"relu2": "a squared-ReLU MLP in a layer with a mixer (transformers' NemotronH "
-                         "builds one only as a layer of its own: `mixer: none`)"}
+# FFN kinds that no class written here has after a state mixer in the same layer: kind -> why
+_NO_HF_CLASS = {"relu2": "a squared-ReLU MLP in a layer with a state mixer (transformers' "
+                         "NemotronH builds one only as a layer of its own: `mixer: none`)"}
 
 
 def model_family(spec: ModelSpec) -> str:
@@ -94,7 +94,7 @@ def spec_to_hf_config(spec: ModelSpec) -> dict:
 def _check_ffn_kinds(spec: ModelSpec) -> None:
     """Refuse, naming the key, an FFN kind that no class written here builds."""
     for layer in spec.plan:
-        if layer.mixer is None or layer.ffn is None:
+        if layer.state is None or layer.ffn is None:  # after attention: Arcee's class
             continue
         if (what := _NO_HF_CLASS.get(layer.ffn.kind)) is not None:
             top = layer.ffn.kind == spec.ffn.kind

@@ -98,10 +98,14 @@ def test_sandwich_and_multipliers_export_as_gemma_not_granite():
     spec = load_spec("gemma-3-1b")
     assert spec.multipliers is not None
     assert spec_to_hf_config(spec)["architectures"] == ["Gemma3ForCausalLM"]
+    # (1 + w) norms before each sublayer, sqrt(d) embeddings: Gemma (1)'s class
     offset_only = tiny_spec(norm=dict(kind="rmsnorm", eps=1e-6, unit_offset=True),
                             multipliers=dict(embedding=8.0, attention=0.25))
-    with pytest.raises(SpecError) as err:  # Gemma's class, whose norms are a sandwich too
-        spec_to_hf_config(offset_only)
+    assert spec_to_hf_config(offset_only)["architectures"] == ["GemmaForCausalLM"]
+    other_scale = tiny_spec(norm=dict(kind="rmsnorm", eps=1e-6, unit_offset=True),
+                            multipliers=dict(embedding=8.0, attention=0.2))
+    with pytest.raises(SpecError) as err:  # Gemma's softmax scale is fixed; Gemma 3's sandwich
+        spec_to_hf_config(other_scale)
     assert "gemma3_text" in str(err.value) and err.value.key == "norm.position"
 
 
