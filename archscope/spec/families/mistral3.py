@@ -48,7 +48,7 @@ def read(c: Keys) -> dict:
     elif not isinstance(text, dict):
         raise c.error("text_config", f"expected a mapping, {what(text)}")
     model_type = text.get("model_type", _DEFAULT_TEXT)
-    if model_type not in _TEXT:
+    if not isinstance(model_type, str) or model_type not in _TEXT:
         raise c.error("text_config.model_type", f"archscope reads Mistral 3's text model as "
                                                 f"{', '.join(_TEXT)}, {what(model_type)}")
     sub = Keys(text, model_type, c.where)

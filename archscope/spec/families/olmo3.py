@@ -47,8 +47,10 @@ def _checked_factor(c: Keys, entry: dict, at: str) -> dict:
     value = c.number(f"{at}.{_FACTOR}", value=entry[_FACTOR])
     kind = entry.get("rope_type", entry.get("type"))
     factor, mscale, all_dim = (entry.get(k) for k in ("factor", "mscale", "mscale_all_dim"))
+    numbers = [v for v in (factor, mscale, all_dim) if v is not None]
     expected = None
-    if kind == "yarn" and isinstance(factor, (int, float)) and not isinstance(factor, bool):
+    if kind == "yarn" and factor is not None and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
         expected = (_mscale(factor, mscale) / _mscale(factor, all_dim) if mscale and all_dim
                     else _mscale(factor))
     if value != expected:

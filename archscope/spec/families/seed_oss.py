@@ -30,6 +30,7 @@ def _own_biases(s: ModelSpec) -> bool:
 
 SEED_OSS = LLAMA.but(
     "seed_oss", "SeedOssForCausalLM", read=read, write=write, exports=_own_biases,
-    spec_keys=LLAMA.key_table(**{"attention.out_bias": "attention_out_bias"}), names=("seed",),
+    # no document word: "seed" is too common a word in LLM texts (a random seed) to name it
+    spec_keys=LLAMA.key_table(**{"attention.out_bias": "attention_out_bias"}),
     doc="Llama + a separate o_proj bias switch")
 FAMILIES = (SEED_OSS,)
