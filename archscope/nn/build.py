@@ -48,6 +48,8 @@ def init_weights(model: nn.Module, seed: int | None = 0) -> None:
                 param.fill_(0.0 if getattr(module, "unit_offset", False) else 1.0)  # norm scales
             elif param.dim() >= 2 and not isinstance(module, (nn.Linear, nn.Embedding)):
                 param.normal_(0.0, 0.02, generator=generator)  # fused expert weights
+        for buffer in module.buffers(recurse=False):  # to_empty left them as garbage memory
+            local(buffer).zero_()  # (a router's correction bias starts at 0, as transformers')
         own = getattr(module, "init_own_weights", None)  # a state mixer's decays and steps
         if own is not None:
             own()

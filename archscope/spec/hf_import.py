@@ -20,9 +20,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from archscope.errors import MESSAGE_MAX, SpecError, quote
+from archscope.errors import SpecError, quote
 from archscope.spec.families.base import Family
 from archscope.spec.families.registry import depth, families, find
+from archscope.spec.fields import did_you_mean
 from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, what
 
 EXTRA_KEY = "archscope"
@@ -115,10 +116,9 @@ def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
         # a non-string is named by its type: the list of model types leaves little room
         shown = quote(model_type) if isinstance(model_type, str) or model_type is None \
             else f"(a {type(model_type).__name__})"
-        raise SpecError(f"unsupported model type {shown}: no family module of archscope reads "
-                        f"it (`archscope families` lists the {len(families())} it reads, and "
-                        f"what each of transformers' other causal LMs lacks)", where=where,
-                        key="model_type")
+        raise SpecError(f"unsupported model type {shown}{did_you_mean(model_type, families())}"
+                        f"; {_readable()} (`archscope families`: what each of transformers' "
+                        f"other causal LMs lacks)", where=where, key="model_type")
     for key, value in family.fixed.items():
         if raw.get(key, value) is not value:
             raise SpecError(f"archscope only models {json.dumps(value)}, {what(raw[key])}",
@@ -130,6 +130,20 @@ def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
     keys = Keys(raw, family.class_of or model_type, where, family.key_fields, family)
     body = family.read(keys)
     return _merge({"name": name, "source": source, **_drop_none(body)}, extras), keys
+
+
+def _readable(room: int = 180) -> str:
+    """What archscope reads, in a message's room: how many model types, and as many of them as
+    fit, the families others are declared from first (llama, gpt2), then their differences."""
+    table = {t: f for t, f in families().items() if not f.reads_nothing}
+    names = sorted(table, key=lambda t: (depth(table[t]), t))
+    shown = []
+    for name in names:
+        if len(", ".join([*shown, name])) > room:
+            break
+        shown.append(name)
+    more = f" and {len(names) - len(shown)} more" if len(shown) < len(names) else ""
+    return f"archscope reads {len(names)} model types: {', '.join(shown)}{more}"
 
 
 def _check(mapping: dict, raw: dict, keys: Keys) -> None:

@@ -9,6 +9,7 @@ shorter than the prompt plus the decode steps (the cached decode crosses them).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -182,6 +183,39 @@ FAMILY_CASES = [
                                   mamba_head_dim=16, ssm_state_size=8, n_groups=2,
                                   conv_kernel=4, chunk_size=8),
                flops_gap=dropped_conv_outputs(_mamba_layers)),
+    FamilyCase("cwm", dict(SHAPE, sliding_window=6, mlp_bias=True)),
+    FamilyCase("ernie4_5", dict(SHAPE, use_bias=True)),
+    FamilyCase("helium", dict(SHAPE, attention_bias=True, mlp_bias=True)),
+    FamilyCase("ministral", dict(SHAPE, sliding_window=6,
+                                 layer_types=["sliding_attention", "full_attention"])),
+    FamilyCase("ministral3", dict(SHAPE, sliding_window=6, rope_parameters=dict(
+        rope_type="yarn", rope_theta=1e6, factor=4.0, original_max_position_embeddings=16,
+        llama_4_scaling_beta=0.0))),
+    FamilyCase("seed_oss", dict(SHAPE, attention_bias=True, attention_out_bias=False,
+                                mlp_bias=True)),
+    FamilyCase("olmo3", dict(SHAPE, sliding_window=6,
+                             layer_types=["sliding_attention", "full_attention"],
+                             rope_parameters={"sliding_attention": dict(rope_type="default",
+                                                                        rope_theta=1e4),
+                                              "full_attention": dict(
+                                                  rope_type="yarn", rope_theta=5e5, factor=4.0,
+                                                  original_max_position_embeddings=16,
+                                                  attention_factor=0.1 * math.log(4.0) + 1)})),
+    FamilyCase("gemma", dict(SHAPE, attention_bias=True, hidden_act="gelu")),
+    FamilyCase("exaone4", dict(SHAPE, sliding_window=6, sliding_window_pattern=2)),
+    FamilyCase("arcee", dict(SHAPE, attention_bias=True, mlp_bias=True, **NO_IDS)),
+    FamilyCase("granite_swa", dict(SHAPE, num_hidden_layers=3, sliding_window=6,
+                                   layer_rope_theta=[1e4, 0, 5e4], embedding_multiplier=4.0,
+                                   attention_multiplier=0.2, residual_multiplier=0.5,
+                                   logits_scaling=2.0, **NO_IDS)),
+    FamilyCase("apertus", dict(SHAPE, attention_bias=True, hidden_act="relu2"),
+               name="apertus-relu2"),
+    FamilyCase("mistral3", dict(text_config=dict(SHAPE, model_type="mistral", sliding_window=6),
+                                vision_config=dict(hidden_size=16, intermediate_size=32,
+                                                   num_hidden_layers=1, num_attention_heads=2,
+                                                   head_dim=8, image_size=28, patch_size=14),
+                                tie_word_embeddings=False),
+               text_config=True),
     FamilyCase("qwen3_next", dict(SHAPE, num_hidden_layers=4, num_experts=4,
                                   num_experts_per_tok=2, moe_intermediate_size=32,
                                   shared_expert_intermediate_size=48, linear_num_key_heads=2,

@@ -228,12 +228,23 @@ def test_llama_import_is_unchanged(tmp_path):
     assert load_spec(tmp_path).ffn == FFNSpec(kind="swiglu", d_ff=8192, activation="silu")
 
 
-@pytest.mark.parametrize("preset", ["llama-3.2-1b", "gpt2", "mixtral-8x7b"])
-def test_relu2_export_is_refused_naming_the_kind(preset):
-    spec = load_spec(preset, ["ffn=", "ffn.kind=relu2", "ffn.d_ff=256"])
+def test_relu2_export_is_refused_naming_the_kind():
+    """Learned positions with a squared-ReLU MLP: no class archscope writes builds it."""
+    spec = load_spec("gpt2", ["ffn=", "ffn.kind=relu2", "ffn.d_ff=256"])
     with pytest.raises(SpecError) as err:
         spec_to_hf_config(spec)
     assert err.value.key == "ffn.kind" and "relu2" in err.value.detail
+
+
+@pytest.mark.parametrize("preset", ["llama-3.2-1b", "mixtral-8x7b"])
+def test_relu2_after_rope_attention_exports_as_arcee(preset, tmp_path):
+    """Llama's attention with a squared-ReLU MLP is Arcee's class (AFM-4.5B)."""
+    spec = load_spec(preset, ["ffn=", "ffn.kind=relu2", "ffn.d_ff=256"])
+    write_hf_config(spec, tmp_path / "ours")
+    config = json.loads((tmp_path / "ours" / "config.json").read_text())
+    assert config["model_type"] == "arcee"
+    transformers.AutoConfig.from_pretrained(tmp_path / "ours").save_pretrained(tmp_path / "hf")
+    assert not list(differences(spec, load_spec(tmp_path / "hf")))
 
 
 def test_relu2_in_some_layers_is_refused_naming_layers():

@@ -13,6 +13,7 @@ from transformers import AutoConfig
 
 from archscope.errors import SpecError
 from archscope.spec import load_spec, preset_names
+from archscope.spec.families.registry import families
 from archscope.spec.fields import to_mapping
 from archscope.spec.hf import mapping_from_hf_config, spec_to_hf_config, write_hf_config
 from hf_configs import write_config
@@ -195,10 +196,17 @@ def test_unsupported_model_type_points_at_the_list(config, tmp_path):
         mapping_from_hf_config(folder)
     message = str(err.value)
     assert str(folder / "config.json") in message and "model_type" in message
-    # the supported types are too many for one line: the message points at the command that
-    # lists them, with the count read from the registry
-    from archscope.spec.families.registry import families
-    assert f"`archscope families` lists the {len(families())} it reads" in message
+    # too many to list in one message: how many, the roots others are declared from first,
+    # and the command that lists them all
+    read = [f for f in families().values() if not f.reads_nothing]
+    assert f"archscope reads {len(read)} model types: " in message
+    assert all(f" {root}," in message for root in ("gpt2", "llama"))
+    assert "`archscope families`" in message
+
+
+def test_a_misspelt_model_type_gets_a_did_you_mean(tmp_path):
+    with pytest.raises(SpecError, match="did you mean 'llama'"):
+        mapping_from_hf_config(write_config(tmp_path / "m", {"model_type": "lama"}))
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", ""])

@@ -98,6 +98,7 @@ def test_sandwich_and_multipliers_export_as_gemma_not_granite():
     spec = load_spec("gemma-3-1b")
     assert spec.multipliers is not None
     assert spec_to_hf_config(spec)["architectures"] == ["Gemma3ForCausalLM"]
+    # (1 + w) norms before each sublayer, sqrt(d) embeddings: Gemma (1)'s class
     offset_only = tiny_spec(norm=dict(kind="rmsnorm", eps=1e-6, unit_offset=True),
                             multipliers=dict(embedding=8.0, attention=0.25))
     # pre-norm (1 + weight) RMSNorms without QK-norm: VaultGemma's class (Gemma 2 less its

@@ -69,6 +69,7 @@ def test_qwen3_sliding_layers_round_trip(tmp_path):
 @pytest.mark.parametrize("change, model_type", [
     (["attention.qk_norm=head"], "qwen3"),
     (["attention.qk_norm=full", "norm.position=output"], "olmo2"),
+    (["attention.qk_norm=head", "norm.position=output"], "exaone4"),  # OLMo 2's block, Qwen3's
 ])
 def test_a_llama_what_if_exports_to_the_class_with_the_norms(change, model_type, tmp_path):
     spec = load_spec("llama-3.2-1b", ["position.scaling=", *change])
@@ -81,7 +82,6 @@ def test_a_llama_what_if_exports_to_the_class_with_the_norms(change, model_type,
 @pytest.mark.parametrize("change, key", [
     (["attention.qk_norm=full"], "norm.position"),  # OLMo 2's QK-norm comes with its norms
     (["norm.position=output"], "attention.qk_norm"),  # ... and its norms with its QK-norm
-    (["attention.qk_norm=head", "norm.position=output"], "attention.qk_norm"),
 ])
 def test_a_mix_no_class_has_names_the_key(change, key):
     with pytest.raises(SpecError) as err:
