@@ -20,6 +20,8 @@ ScalingKind = Literal["llama3", "yarn", "linear"]
 FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
 # quick_gelu: x * sigmoid(1.702 x) (transformers' ACT2FN name; gpt-oss's experts' gate)
 Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu"]
+# each expert of a moe (routed and shared): a SwiGLU, or an ungated up_proj, down_proj MLP
+ExpertKind = Literal["swiglu", "mlp", "relu2"]
 RouterMethod = Literal["greedy", "group_limited_greedy", "noaux_tc"]
 RouterScoring = Literal["softmax", "sigmoid"]
 # where a routed expert's weight applies: to its output (Mixtral, DeepSeek) or to its input
@@ -213,13 +215,16 @@ class FFNSpec:
     # above at `limit`, up to [-limit, limit], and the product is act(gate) * (up + 1): the +1
     # comes with the clamp in gpt-oss. null: act(gate) * up, unclamped.
     limit: float | None = None
+    expert: ExpertKind | None = None  # moe: each expert's kind (null: swiglu; relu2: Nemotron-H)
 
     MOE_KEYS = ("n_experts", "top_k", "d_expert", "n_shared_experts", "d_shared", "shared_gate",
-                "router")
+                "router", "expert")
 
     def __post_init__(self) -> None:
+        if self.expert == "swiglu":  # the default: one spelling
+            object.__setattr__(self, "expert", None)
         if self.activation is None:  # frozen: fill the default in place, once
-            default = KIND_ACTIVATION.get(self.kind, DEFAULT_ACTIVATION)
+            default = KIND_ACTIVATION.get(self.unit_kind, DEFAULT_ACTIVATION)
             object.__setattr__(self, "activation", default)
         one_spelling(self, "fused_gate_up")
         one_spelling(self, "shared_gate")
@@ -229,18 +234,20 @@ class FFNSpec:
 
     def validate(self) -> None:
         positive(self, "d_ff", "n_experts", "top_k", "d_expert", "limit")
-        require(self.limit is None or self.kind in GATED_KINDS + ("moe",), "limit",
-                f"clamps a gated unit's gate and up (kinds {', '.join(GATED_KINDS)}, moe); "
-                f"kind '{self.kind}' has no gate")
-        own = KIND_ACTIVATION.get(self.kind)
+        require(self.limit is None or self.unit_kind in GATED_KINDS, "limit",
+                f"clamps a gated unit's gate and up (kinds {', '.join(GATED_KINDS)}, moe's "
+                f"swiglu experts); kind '{self.unit_kind}' has no gate")
+        own, named = KIND_ACTIVATION.get(self.unit_kind), (
+            "expert" if self.kind == "moe" else "kind")
         if own is not None:
             require(self.activation == own, "activation",
-                    f"kind '{self.kind}' is defined by its {own} activation, got "
+                    f"{named} '{self.unit_kind}' is defined by its {own} activation, got "
                     f"'{self.activation}': set activation to {own} or leave it out")
         elif self.activation in OWN_ACTIVATION:  # one spelling per network
             kind = OWN_ACTIVATION[self.activation]
             raise SpecError(f"{self.activation} is the activation of kind '{kind}' only; use "
-                            f"kind: {kind} (here kind is '{self.kind}')", key="activation")
+                            f"{named}: {kind} (here {named} is '{self.unit_kind}')",
+                            key="activation")
         if self.n_shared_experts is not None:
             require(self.n_shared_experts >= 0, "n_shared_experts", "must be 0 or more")
         positive(self, "d_shared")
@@ -273,12 +280,17 @@ class FFNSpec:
                     f"'{self.kind}'")
 
     @property
+    def unit_kind(self) -> str:
+        """The dense kind one unit is: the FFN's own kind, or each expert's in a moe."""
+        return (self.expert or "swiglu") if self.kind == "moe" else self.kind
+
+    @property
     def shared_experts(self) -> int:
         return self.n_shared_experts or 0
 
     @property
     def shared_width(self) -> int:
-        """The hidden width of the one gated MLP the shared experts run as (0: none)."""
+        """The hidden width of the one MLP (of `expert`'s kind) the shared experts run as."""
         if not self.shared_experts:
             return 0
         return self.d_shared or self.shared_experts * self.d_expert

@@ -18,6 +18,11 @@ VARIANTS = {
                                  router=dict(bias=True)),
     "llama4-input-weights": dict(MOE, top_k=1, router=dict(scoring="sigmoid", normalize=False,
                                                            weights="input")),
+    # Nemotron-H: ungated squared-ReLU experts and shared expert
+    "nemotron-h-relu2-experts": dict(MOE, expert="relu2", n_shared_experts=1, d_shared=24,
+                                     router=dict(method="noaux_tc", scoring="sigmoid",
+                                                 n_group=2, topk_group=1,
+                                                 correction_bias=True)),
 }
 
 
