@@ -241,4 +241,12 @@ FAMILY_CASES = [
                                   tie_word_embeddings=True, embedding_multiplier=3.0,
                                   attention_multiplier=0.2, residual_multiplier=0.5,
                                   logits_scaling=2.0), name="granitemoe-tied"),
+    FamilyCase("nemotron_h", dict(SHAPE, hybrid_override_pattern="ME*-E", mamba_num_heads=4,
+                                  mamba_head_dim=16, ssm_state_size=8, n_groups=2,
+                                  conv_kernel=4, chunk_size=8, n_routed_experts=6,
+                                  num_experts_per_tok=2, moe_intermediate_size=32,
+                                  moe_shared_expert_intermediate_size=48, n_group=2,
+                                  topk_group=1, routed_scaling_factor=1.5),
+               name="nemotron_h-moe", prepare=random_correction_bias,
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]
