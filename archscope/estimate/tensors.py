@@ -69,6 +69,8 @@ def _input_width(part: Part, d: int, layer: LayerPlan | None) -> int:
     kind = part.name.rsplit(".", 1)[-1]
     if kind.endswith(_WRITES_RESIDUAL):
         return part.macs // d if part.macs % d == 0 else 0
+    if kind == "fc2_latent_proj" and layer is not None:  # reads the MoE's latent
+        return layer.ffn.d_latent
     if kind in _LATENT_INPUT and layer is not None:
         return getattr(layer.attention, _LATENT_INPUT[kind], None) or 0
     return d
@@ -93,6 +95,8 @@ def _linear(part: Part, d: int, plan: LayerPlan | None) -> list[Tensor]:
 def _experts(part: Part, d: int, plan: LayerPlan) -> list[Tensor]:
     """A merged expert part: gate_proj (gated experts only) and up_proj h x d, down_proj d x h."""
     names = ("gate_proj", "up_proj") if plan.ffn.expert is None else ("up_proj",)
+    if part.name == "ffn.experts":  # the routed experts read a latent (d_latent) if any
+        d = plan.ffn.d_latent or d
     h, rest = divmod(part.macs, (len(names) + 1) * d)
     if rest:  # not d x h matrices: keep it whole rather than guess
         return _linear(part, d, plan)

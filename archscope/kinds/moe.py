@@ -56,16 +56,20 @@ def matrices(f) -> int:
 
 
 def parts(ffn, d: int):
-    expert = unit_parts(ffn, "expert", d, ffn.d_expert)
+    w = ffn.d_latent or d  # what the routed experts read and write
+    expert = unit_parts(ffn, "expert", w, ffn.d_expert)
     experts = merged("ffn.experts", expert, copies=ffn.n_experts, active=ffn.top_k)
     out = [linear("ffn.router", d, ffn.n_experts, ffn.routing.bias, module="gate",
                   module_type="Router"),
-           replace(experts, weights=expert_weights(ffn, d))]
+           replace(experts, weights=expert_weights(ffn, w))]
     if ffn.shared_experts:
         shared = unit_parts(ffn, "shared", d, ffn.shared_width)
         out.append(merged("ffn.shared_experts", shared, module="shared_experts"))
     if ffn.shared_gate:
         out.append(linear("ffn.shared_expert_gate", d, 1))
+    if ffn.d_latent:  # Nemotron-H's latent MoE: d -> d_latent before the experts, back after
+        out += [linear("ffn.fc1_latent_proj", d, w, ffn.bias),
+                linear("ffn.fc2_latent_proj", w, d, ffn.bias)]
     return out
 
 
@@ -82,8 +86,10 @@ def describe(f, d: int) -> str:
         if f.limit is not None or f.bias else ""
     routing += ", bias" if r.bias else ""
     routing += ", weight on the expert's input" if r.weights == "input" else ""
+    w = f.d_latent or d
+    latent = f" in a {w}-wide latent ({d}->{w}, {w}->{d})" if f.d_latent else ""
     return (f"MoE: {f.n_experts} experts, top-{f.top_k}{_shared(f)}, each {unit_name(f)} "
-            f"{d}->{f.d_expert}->{d}{unit}; router {routing}")
+            f"{w}->{f.d_expert}->{w}{unit}{latent}; router {routing}")
 
 
 def draw(g, spec, f):
@@ -92,9 +98,12 @@ def draw(g, spec, f):
     bias = " (+ bias to choose)" if r.correction_bias else ""
     router = g.node("router", f"router<br/>{d} → {f.n_experts}, {r.scoring}{bias}, "
                               f"top-{f.top_k}{groups}")
+    w = commas(f.d_latent) if f.d_latent else d
     experts = g.node("experts", f"{f.n_experts} routed experts, {f.top_k} per token<br/>"
-                                f"each {unit_name(f)} {d} → {commas(f.d_expert)} → {d}"
-                                f"{clamp_text(f)}")
+                                f"each {unit_name(f)} {w} → {commas(f.d_expert)} → {w}"
+                                f"{clamp_text(f)}"
+                                + (f"<br/>in a latent: {d} → {w} before, {w} → {d} after"
+                                   if f.d_latent else ""))
     weights = "weights renormalised" if r.normalize else f"{r.scoring} weights"
     scale = f" × {num(r.scaling_factor)}" if r.scaling_factor != 1 else ""
     combine = g.circle("combine", f"Σ Eᵢ(gᵢ·x){scale}" if r.weights == "input"
@@ -117,10 +126,10 @@ def draw(g, spec, f):
 
 def explain(f, d: int) -> str:
     """Routing, the expert unit, and the share of the layer a token uses."""
-    m = matrices(f)
-    experts = m * d * f.d_expert
+    m, w = matrices(f), f.d_latent or d
+    experts = m * w * f.d_expert
     shared = m * d * f.shared_width if f.shared_experts else 0
-    router = d * f.n_experts
+    router = d * f.n_experts + 2 * d * (f.d_latent or 0)  # and the latent projections
     total, active = router + f.n_experts * experts + shared, router + f.top_k * experts + shared
     text = (f"A router (W_r, {commas(d)} → {f.n_experts}) scores every expert for each token "
             f"({f.routing.method}, {f.routing.scoring}) and the {f.top_k} best run: each "
@@ -128,7 +137,9 @@ def explain(f, d: int) -> str:
                f"an ungated unit W_down·{ACTIVATION_NAMES[f.activation]}(W_up·x)")
             + f" of {commas(f.d_expert)} ({f.d_expert / d:.2f}× {commas(d)}; "
             f"{'three' if m == 3 else 'two'} matrices, {commas(experts)} weights), "
-            "their outputs summed with the router's weights.")
+            "their outputs summed with the router's weights."
+            + (f" The experts work in a {commas(w)}-wide latent: one projection down from "
+               f"{commas(d)} before them and one back up after." if f.d_latent else ""))
     if f.shared_experts:
         text += (f" A shared unit of {commas(f.shared_width)} runs for every token"
                  + (", scaled by a sigmoid gate" if f.shared_gate else "") + ".")
@@ -137,14 +148,19 @@ def explain(f, d: int) -> str:
                    "of a large one.")
 
 
+def _claim_names(f) -> list[str]:
+    if f.expert is None:
+        return ["SwiGLU", "MoE"]
+    return ["MoE", "MLP", *(["relu2", "squared ReLU", "ReLU²"] if f.expert == "relu2" else [])]
+
+
 register(FFNKind(
     name="moe", module="archscope.nn.moe:MoE", parts=parts,
     hidden=lambda f: f.d_expert,
     activation_width=lambda f: (matrices(f) - 1) * (f.d_expert * f.top_k + f.shared_width)
-    + f.n_experts,
+    + f.n_experts + (f.d_latent or 0),
     display="MoE", describe=describe,
     label=lambda f: f"MoE: {f.n_experts} {unit_name(f)} experts, top-{f.top_k}{_shared(f)}",
     title=lambda f: f"MoE: {f.n_experts} routed experts, top-{f.top_k}{_shared(f)}",
     short=lambda f: f"MoE {f.n_experts}×{commas(f.d_expert)}, top-{f.top_k}{_shared(f)}",
-    draw=draw, claim_names=lambda f: ["SwiGLU", "MoE"] if f.expert is None else
-    ["MoE", "MLP", *(["relu2", "squared ReLU", "ReLU²"] if f.expert == "relu2" else [])], explain=explain))
+    draw=draw, claim_names=_claim_names, explain=explain))

@@ -17,7 +17,10 @@ One component covers DeepSeekMoE, Mixtral and GraniteMoe; only the spec's settin
   normalisation;
 - out = sum_k weight_k * expert_k(x) + shared_experts(x); with routing.weights "input"
   (Llama 4: top-1, sigmoid) the weight scales the expert's input instead:
-  out = sum_k expert_k(weight_k * x) + shared_experts(x).
+  out = sum_k expert_k(weight_k * x) + shared_experts(x);
+- ffn.d_latent (Nemotron-H's latent MoE): the routed experts read fc1_latent_proj(x) (d ->
+  d_latent) and their sum goes through fc2_latent_proj (d_latent -> d); router and shared
+  experts see x itself.
 
 Routed experts are stored as transformers 5.x does, so checkpoint mapping is a rename:
 `experts.gate_up_proj` [n_experts, 2*d_expert, d_model] (gate rows first, then up) and
@@ -223,9 +226,10 @@ class MoE(nn.Module):
     def __init__(self, spec: ModelSpec, ffn: FFNSpec):
         super().__init__()
         d = spec.d_model
+        w = ffn.d_latent or d  # the width the routed experts read and write
         self.gate = Router(d, ffn.n_experts, ffn.top_k, ffn.routing)
         gated = ffn.expert is None  # SwiGLU experts; else mlp or relu2, ungated (Nemotron-H)
-        self.experts = RoutedExperts(ffn.n_experts, d, ffn.d_expert, ffn.activation, ffn.bias,
+        self.experts = RoutedExperts(ffn.n_experts, w, ffn.d_expert, ffn.activation, ffn.bias,
                                      ffn.limit, weigh_input=ffn.routing.weights == "input",
                                      gated=gated)
         shared = ffn.shared_width  # one MLP of the experts' kind, as wide as all of them
@@ -234,11 +238,19 @@ class MoE(nn.Module):
             else MLP(d, shared, ffn.activation, ffn.bias))
         # Qwen3-Next: sigmoid(x . w) scales the shared experts' output, token by token
         self.shared_expert_gate = Linear(d, 1, bias=False) if ffn.shared_gate else None
+        # Nemotron-H's latent MoE: the routed experts between d -> d_latent and back
+        latent = ffn.d_latent is not None
+        self.fc1_latent_proj = Linear(d, w, bias=ffn.bias) if latent else None
+        self.fc2_latent_proj = Linear(w, d, bias=ffn.bias) if latent else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1])
         weights, index = self.gate(flat)
-        out = self.experts(flat, weights, index).view_as(x)
+        if self.fc1_latent_proj is None:
+            out = self.experts(flat, weights, index).view_as(x)
+        else:
+            out = self.fc2_latent_proj(self.experts(self.fc1_latent_proj(flat), weights, index))
+            out = out.view_as(x)
         if self.shared_experts is not None:
             shared = self.shared_experts(x)
             if self.shared_expert_gate is not None:

@@ -216,9 +216,10 @@ class FFNSpec:
     # comes with the clamp in gpt-oss. null: act(gate) * up, unclamped.
     limit: float | None = None
     expert: ExpertKind | None = None  # moe: each expert's kind (null: swiglu; relu2: Nemotron-H)
+    d_latent: int | None = None  # moe: routed experts' width in/out, via fc1/fc2_latent_proj
 
     MOE_KEYS = ("n_experts", "top_k", "d_expert", "n_shared_experts", "d_shared", "shared_gate",
-                "router", "expert")
+                "router", "expert", "d_latent")
 
     def __post_init__(self) -> None:
         if self.expert == "swiglu":  # the default: one spelling
@@ -233,7 +234,7 @@ class FFNSpec:
             object.__setattr__(self, "d_shared", None)  # the default width: one spelling
 
     def validate(self) -> None:
-        positive(self, "d_ff", "n_experts", "top_k", "d_expert", "limit")
+        positive(self, "d_ff", "n_experts", "top_k", "d_expert", "limit", "d_shared", "d_latent")
         require(self.limit is None or self.unit_kind in GATED_KINDS, "limit",
                 f"clamps a gated unit's gate and up (kinds {', '.join(GATED_KINDS)}, moe's "
                 f"swiglu experts); kind '{self.unit_kind}' has no gate")
@@ -250,7 +251,6 @@ class FFNSpec:
                             key="activation")
         if self.n_shared_experts is not None:
             require(self.n_shared_experts >= 0, "n_shared_experts", "must be 0 or more")
-        positive(self, "d_shared")
         for name in ("d_shared", "shared_gate"):
             require(getattr(self, name) is None or self.shared_experts > 0, name,
                     "describes the shared experts: set n_shared_experts too")

@@ -249,4 +249,9 @@ FAMILY_CASES = [
                                   topk_group=1, routed_scaling_factor=1.5),
                name="nemotron_h-moe", prepare=random_correction_bias,
                flops_gap=dropped_conv_outputs(_mamba_layers)),
+    FamilyCase("nemotron_h", dict(SHAPE, hybrid_override_pattern="E*E", n_routed_experts=4,
+                                  num_experts_per_tok=2, moe_intermediate_size=32,
+                                  moe_shared_expert_intermediate_size=48, moe_latent_size=40,
+                                  n_group=1, topk_group=1, norm_topk_prob=False),
+               name="nemotron_h-latent-moe", prepare=random_correction_bias),
 ]

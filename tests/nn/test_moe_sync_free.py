@@ -23,6 +23,7 @@ VARIANTS = {
                                      router=dict(method="noaux_tc", scoring="sigmoid",
                                                  n_group=2, topk_group=1,
                                                  correction_bias=True)),
+    "nemotron-h-latent": dict(MOE, expert="relu2", d_latent=24, n_shared_experts=1),
 }
 
 

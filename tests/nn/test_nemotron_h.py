@@ -3,8 +3,8 @@ against transformers' NemotronHForCausalLM: logits of a tiny config built both w
 same weights (a prompt of three scan chunks, then 12 cached decode steps, fp32), two negative
 controls (RoPE on the attention layers; no dt clamp), the cache both sides hold against the
 estimate, FLOPs under FlopCounterMode, the presets' parameters on the meta device, the
-checkpoints' two name layouts, per-expert MoE files, and make-checkpoint then generate. (Checkpoints both ways, on a
-config without the clamp, are the conformance case's.)
+checkpoints' two name layouts, per-expert MoE files, and make-checkpoint then generate.
+(Checkpoints both ways, on a config without the clamp, are the conformance case's.)
 """
 
 import pytest

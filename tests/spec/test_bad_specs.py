@@ -53,6 +53,8 @@ CASES = {
         "}", ", activation: relu2}")), "ffn.activation", "use expert: relu2"),
     "limit-on-ungated-experts": (("ffn: {kind: swiglu, d_ff: 128}", MOE_FFN.replace(
         "}", ", expert: mlp, limit: 7.0}")), "ffn.limit", "has no gate"),
+    "latent-on-dense": (("d_ff: 128}", "d_ff: 128, d_latent: 16}"), "ffn.d_latent",
+                        "only applies when kind is 'moe'"),
     "unknown-qk-norm": (("head_dim: 16}", "head_dim: 16, qk_norm: per_head}"),
                         "attention.qk_norm", "expected one of head, full"),
     "unknown-norm-position": (("eps: 1e-5}", "eps: 1e-5, position: peri}"),

@@ -69,8 +69,7 @@ def test_a_config_without_mamba_layers_has_no_mixer(tmp_path):
 
 
 @pytest.mark.parametrize("change, key, words", [
-    (dict(hybrid_override_pattern="M-E-", moe_latent_size=32), "moe_latent_size",
-     "latent projection"),
+    (dict(hybrid_override_pattern="M-E-", moe_latent_size=0), "moe_latent_size", "positive"),
     (dict(hybrid_override_pattern="M-E-", mlp_bias=True), "mlp_bias", "shared expert"),
     (dict(hybrid_override_pattern="ME", n_routed_experts=4, n_group=3), "n_group", "groups"),
     (dict(hybrid_override_pattern="ME", n_routed_experts=4, num_experts_per_tok=5),

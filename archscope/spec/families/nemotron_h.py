@@ -16,7 +16,9 @@ the MoE and - layers replace it with the MLP). What transformers 5.24 builds:
   e_score_correction_bias, groups scored by their best two: noaux_tc with n_group/topk_group,
   norm_topk_prob, routed_scaling_factor), n_routed_experts experts of moe_intermediate_size and
   ONE shared expert of moe_shared_expert_intermediate_size (n_shared_experts is read by no
-  module), each an ungated MLP with mlp_hidden_act (ffn.expert relu2, or mlp);
+  module), each an ungated MLP with mlp_hidden_act (ffn.expert relu2, or mlp); with
+  moe_latent_size the routed experts work in that latent (ffn.d_latent: fc1_latent_proj down
+  before them, fc2_latent_proj back up after);
 - the Mamba-2 mixer: keys as in spec/mamba2.py's table; dt clamped to (time_step_min, inf);
 - RMSNorms with layer_norm_epsilon (the gated norm inside the mixer too), a final `norm_f`;
 - an lm_head never tied to the embeddings (NemotronHForCausalLM ties nothing, whatever
@@ -26,8 +28,8 @@ Read by no module, so neither read nor written: residual_in_fp32, rescale_prenor
 expand, time_step_max/floor/limit, mamba_proj_bias, mamba_ssm_cache_dtype, attention_bias,
 sliding_window, num_hidden_layers (the pattern's length counts the layers), and
 attention_head_dim (older files' spelling; head_dim is what the class reads), n_shared_experts,
-moe_shared_expert_overlap. Refused: moe_latent_size (experts behind a latent projection,
-fc1/fc2_latent_proj) and mlp_bias with E layers (biased shared expert, unbiased routed ones).
+moe_shared_expert_overlap. Refused: mlp_bias with E layers (then the shared expert and latent
+projections have biases and the routed experts none).
 """
 
 from __future__ import annotations
@@ -114,10 +116,6 @@ def read(c: Keys) -> dict:
 def _moe(c: Keys, kind: str, activation: dict) -> dict:
     """NemotronHMoE: routed experts and one shared expert, each an ungated MLP like the - layers'
     (no gate_proj), behind DeepSeek-V3's router (NemotronHTopkRouter is its line-for-line copy)."""
-    if c.size("moe_latent_size", null=True) is not None:
-        raise c.error("moe_latent_size", "the MoE's latent projection (fc1_latent_proj and "
-                                         "fc2_latent_proj around the routed experts) is not "
-                                         "built by archscope; only null is read")
     if c.flag("mlp_bias"):
         raise c.error("mlp_bias", "is true with MoE layers (E): NemotronH's shared expert then "
                                   "has biases and its routed experts none, which archscope's "
@@ -131,7 +129,8 @@ def _moe(c: Keys, kind: str, activation: dict) -> dict:
               "n_group": c.size("n_group"), "topk_group": c.size("topk_group")}
     return {"kind": "moe", "expert": kind, **activation, "n_experts": n, "top_k": k,
             "d_expert": c.size("moe_intermediate_size"), "n_shared_experts": 1,
-            "d_shared": c.size("moe_shared_expert_intermediate_size"), "router": router}
+            "d_shared": c.size("moe_shared_expert_intermediate_size"), "router": router,
+            "d_latent": c.size("moe_latent_size", null=True)}
 
 
 def _mamba2(c: Keys) -> dict:
@@ -169,7 +168,7 @@ def write(s: ModelSpec) -> dict:
            "hybrid_override_pattern": "".join(pattern), "max_position_embeddings":
            s.max_seq_len, "tie_word_embeddings": False, "layer_norm_epsilon": s.norm.eps,
            "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
-           "head_dim": a.head_dim}
+           "head_dim": a.head_dim, "mamba_hidden_act": "silu"}  # read with or without Mamba
     if f.kind != "moe":
         if f.kind not in ("relu2", "mlp"):
             raise SpecError(f"transformers' NemotronH MLP is up_proj, activation, down_proj "
@@ -183,7 +182,7 @@ def write(s: ModelSpec) -> dict:
                     "ssm_state_size": m.d_state, "n_groups": m.n_groups,
                     "conv_kernel": m.conv_kernel, "chunk_size": m.chunk_size,
                     "use_conv_bias": m.conv_bias, "use_bias": m.proj_bias,
-                    "time_step_min": m.dt_limit_min, "mamba_hidden_act": "silu"})
+                    "time_step_min": m.dt_limit_min})
     return out
 
 
@@ -201,7 +200,7 @@ def _write_moe(f) -> dict:
             "moe_shared_expert_intermediate_size": f.shared_width, "mlp_hidden_act":
             _HF_ACT[f.activation], "mlp_bias": f.bias, "norm_topk_prob": r.normalize,
             "routed_scaling_factor": r.scaling_factor, "n_group": r.n_group or 1,
-            "topk_group": r.topk_group or 1, "moe_latent_size": None}
+            "topk_group": r.topk_group or 1, "moe_latent_size": f.d_latent}
 
 
 # Weight names. Each Nemotron-H layer is one block: `layers.N.norm`, then `layers.N.mixer`, and
@@ -233,6 +232,8 @@ _BLOCKS = (
       for proj in ("up_proj", "down_proj")],
     *[(f"{_L}.mixer.shared_experts.{proj}.{{p}}", f"layers.{{i}}.mlp.shared_experts.{proj}.{{p}}")
       for proj in ("up_proj", "down_proj")],
+    *[(f"{_L}.mixer.{proj}.{{p}}", f"layers.{{i}}.mlp.{proj}.{{p}}")
+      for proj in ("fc1_latent_proj", "fc2_latent_proj")],
     ("norm_f.weight", "norm.weight"),
 )
 NEMOTRON_H_ROWS = (
@@ -266,11 +267,12 @@ NEMOTRON_H = LLAMA.but(
             ("d_shared", "moe_shared_expert_intermediate_size"), ("bias", "mlp_bias"),
             ("router.n_group", "n_group"), ("router.topk_group", "topk_group"),
             ("router.normalize", "norm_topk_prob"),
-            ("router.scaling_factor", "routed_scaling_factor"))}}),
+            ("router.scaling_factor", "routed_scaling_factor"), ("d_latent", "moe_latent_size"))}}),
     key_fields=LLAMA.field_table(hybrid_override_pattern="n_layers",
                                  layers_block_type="n_layers", mamba_num_heads="n_heads",
                                  mamba_head_dim="head_dim", ssm_state_size="d_state",
-                                 moe_shared_expert_intermediate_size="d_shared"),
+                                 moe_shared_expert_intermediate_size="d_shared",
+                                 moe_latent_size="d_latent"),
     names=("nemotron",), doc="single blocks: Mamba-2, attention (no RoPE), a squared-ReLU MLP or "
                                         "a MoE of them")
 FAMILIES = (NEMOTRON_H,)
