@@ -215,7 +215,7 @@ def active_params_from_modules(model) -> int:
     for m in model.modules():
         if isinstance(m, MoE):
             experts = sum(p.numel() for p in m.experts.parameters())
-            n = m.experts.gate_up_proj.shape[0]
+            n = m.experts.down_proj.shape[0]
             total -= experts // n * (n - m.gate.top_k)
     return total
 

@@ -55,7 +55,7 @@ class ExpertParallel(ParallelStyle):
     @staticmethod
     def _inputs(module, inputs, mesh):
         x, weights, index = inputs
-        held = module.gate_up_proj.to_local().shape[0]
+        held = module.down_proj.to_local().shape[0]
         first = mesh.get_local_rank() * held
         mine = (index >= first) & (index < first + held)
         return x, weights * mine, torch.where(mine, index - first, 0)

@@ -9,7 +9,8 @@ through it each kind's entry in archscope/kinds) and recovers each matrix's shap
   down_proj (and any `*out_proj`) have d_model outputs, so their input width is macs / d_model;
   MLA's q_b_proj and kv_b_proj read the q / kv latents (q_lora_rank, kv_lora_rank);
 - a merged expert part (routed or shared SwiGLU experts) holds gate_proj and up_proj (d -> h)
-  and down_proj (h -> d), h = macs / (3 d), and `copies` of them (routed: n_experts);
+  and down_proj (h -> d), h = macs / (3 d), and `copies` of them (routed: n_experts); ungated
+  experts (ffn.expert) up_proj and down_proj, h = macs / (2 d);
 - a part's parameters beyond its matmul weights are its biases (one vector per projection);
 - norms and other parts without matmul work are vectors (a layer's `norms` part is its two
   norms of the same width: two vectors);
@@ -68,6 +69,8 @@ def _input_width(part: Part, d: int, layer: LayerPlan | None) -> int:
     kind = part.name.rsplit(".", 1)[-1]
     if kind.endswith(_WRITES_RESIDUAL):
         return part.macs // d if part.macs % d == 0 else 0
+    if kind == "fc2_latent_proj" and layer is not None:  # reads the MoE's latent
+        return layer.ffn.d_latent
     if kind in _LATENT_INPUT and layer is not None:
         return getattr(layer.attention, _LATENT_INPUT[kind], None) or 0
     return d
@@ -90,13 +93,15 @@ def _linear(part: Part, d: int, plan: LayerPlan | None) -> list[Tensor]:
 
 
 def _experts(part: Part, d: int, plan: LayerPlan) -> list[Tensor]:
-    """A merged gated expert part: gate_proj and up_proj h x d, down_proj d x h."""
-    h, rest = divmod(part.macs, 3 * d)
-    if rest:  # not three d x h matrices: keep it whole rather than guess
+    """A merged expert part: gate_proj (gated experts only) and up_proj h x d, down_proj d x h."""
+    names = ("gate_proj", "up_proj") if plan.ffn.expert is None else ("up_proj",)
+    if part.name == "ffn.experts":  # the routed experts read a latent (d_latent) if any
+        d = plan.ffn.d_latent or d
+    h, rest = divmod(part.macs, (len(names) + 1) * d)
+    if rest:  # not d x h matrices: keep it whole rather than guess
         return _linear(part, d, plan)
     role, k = _role(part.name), (part.copies, part.active, plan.index)
-    out = [Tensor(f"{part.name}.gate_proj", role, h, d, *k),
-           Tensor(f"{part.name}.up_proj", role, h, d, *k),
+    out = [*[Tensor(f"{part.name}.{name}", role, h, d, *k) for name in names],
            Tensor(f"{part.name}.down_proj", role, d, h, *k)]
     bias = part.params - part.macs
     return out + ([_vector(part.name + ".bias", "biases", bias, part, plan.index)] if bias else [])

@@ -1,4 +1,5 @@
-"""Mixture-of-experts FFN: a softmax router, routed SwiGLU experts, optional shared experts.
+"""Mixture-of-experts FFN: a router, routed experts (SwiGLU, or ungated: ffn.expert), optional
+shared experts.
 
 One component covers DeepSeekMoE, Mixtral, GraniteMoe, gpt-oss, Llama 4 and Phi-3.5-MoE; only
 the spec's settings differ. The router `gate` (archscope/nn/router.py) gives each token its
@@ -6,11 +7,18 @@ top_k experts and their weights;
 out = sum_k weight_k * expert_k(x) + shared_experts(x); with routing.weights "input"
 (Llama 4: top-1, sigmoid) the weight scales the expert's input instead:
 out = sum_k expert_k(weight_k * x) + shared_experts(x).
+- ffn.expert mlp/relu2 (Nemotron-H): every expert, routed and shared, is ungated,
+  down(act(up(x)));
+- ffn.d_latent (Nemotron-H's latent MoE): the routed experts read fc1_latent_proj(x) (d ->
+  d_latent) and their sum goes through fc2_latent_proj (d_latent -> d); router and shared
+  experts see x itself.
 
 Routed experts are stored as transformers 5.x does, so checkpoint mapping is a rename:
 `experts.gate_up_proj` [n_experts, 2*d_expert, d_model] (gate rows first, then up) and
-`experts.down_proj` [n_experts, d_model, d_expert]. The shared experts are one SwiGLU of
-n_shared_experts * d_expert named `shared_experts` (as DeepSeek's).
+`experts.down_proj` [n_experts, d_model, d_expert]; ungated experts (ffn.expert mlp or relu2,
+Nemotron-H's: down(act(up(x)))) hold `experts.up_proj` [n_experts, d_expert, d_model] instead.
+The shared experts are one MLP of the experts' kind, n_shared_experts * d_expert wide (or
+d_shared), named `shared_experts` (as DeepSeek's).
 
 `experts_reference` (a loop over experts) is the readable definition; `experts_batched` does
 the same work with no Python loop: sort the (token, slot) pairs by expert, then one grouped
@@ -26,8 +34,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archscope.nn.ffn import GatedMLP, GatedUnit
-from archscope.nn.linear import Linear
+from archscope.nn.ffn import ACTIVATIONS, MLP, GatedMLP, GatedUnit
+from archscope.nn.grouped_mm import FLOP_FORMULAS, grouped_linear  # noqa: F401 (re-exported)
+from archscope.nn.linear import Linear, linear
 from archscope.nn.moe_sync_free import experts_dense, experts_gathered
 from archscope.nn.router import Router
 from archscope.nn.shards import local
@@ -38,33 +47,43 @@ __all__ = ["MoE", "Router", "RoutedExperts", "EXPERT_PATHS", "FLOP_FORMULAS", "p
 
 
 class RoutedExperts(nn.Module):
-    """n_experts SwiGLU experts as two fused 3-D weights (transformers 5.x names and layout)."""
+    """n_experts experts as two 3-D weights (transformers 5.x names and layout): SwiGLU experts
+    hold `gate_up_proj`, ungated ones (`gated` false: Nemotron-H's) `up_proj` [E, d_expert, d]."""
 
     def __init__(self, n_experts: int, d_model: int, d_expert: int, activation: str, bias: bool,
-                 limit: float | None = None, weigh_input: bool = False):
+                 limit: float | None = None, weigh_input: bool = False, gated: bool = True):
         super().__init__()
         self.weigh_input = weigh_input  # the router's weight scales the input, not the output
-        self.gate_up_proj = nn.Parameter(torch.empty(n_experts, 2 * d_expert, d_model))
+        self.up_name = "gate_up_proj" if gated else "up_proj"
+        rows = 2 * d_expert if gated else d_expert
+        self.register_parameter(self.up_name, nn.Parameter(torch.empty(n_experts, rows, d_model)))
         self.down_proj = nn.Parameter(torch.empty(n_experts, d_model, d_expert))
         # Biases: gpt-oss's experts have them (gate_up_proj_bias rows as gate_up_proj's)
-        self.gate_up_proj_bias = (nn.Parameter(torch.empty(n_experts, 2 * d_expert))
-                                  if bias else None)
+        self.register_parameter(f"{self.up_name}_bias", nn.Parameter(
+            torch.empty(n_experts, rows)) if bias else None)
         self.down_proj_bias = nn.Parameter(torch.empty(n_experts, d_model)) if bias else None
-        self.glu = GatedUnit(activation, limit)  # act(gate) * up, or gpt-oss's clamped form
+        # act(gate) * up, or gpt-oss's clamped form; ungated: act(up)
+        self.glu = GatedUnit(activation, limit) if gated else None
+        self.act = ACTIVATIONS[activation]
         self.path = "auto"  # or one of EXPERT_PATHS, whatever the device (tests, FLOP counts)
+
+    def unit(self, h: torch.Tensor) -> torch.Tensor:
+        """What an expert's first projection's output becomes before down_proj."""
+        return self.act(h) if self.glu is None else self.glu(*h.chunk(2, dim=-1))
 
     def forward(self, x, weights, index):
         if x.is_meta:  # no values to route on (a meta decode step, archscope plan): a shape
             return torch.zeros_like(x)
-        path = pick_path(x, index, self.gate_up_proj.shape[0]) if self.path == "auto" \
+        path = pick_path(x, index, self.down_proj.shape[0]) if self.path == "auto" \
             else self.path
         return EXPERT_PATHS[path](self, x, weights, index)
 
     def held(self):
-        """(gate_up_proj, down_proj, their biases) as this process holds them: the local
-        experts under expert parallelism (see archscope.nn.shards)."""
+        """(gate_up_proj or up_proj, down_proj, their biases) as this process holds them: the
+        local experts under expert parallelism (see archscope.nn.shards)."""
+        up, up_bias = getattr(self, self.up_name), getattr(self, f"{self.up_name}_bias")
         return tuple(None if t is None else local(t) for t in (
-            self.gate_up_proj, self.down_proj, self.gate_up_proj_bias, self.down_proj_bias))
+            up, self.down_proj, up_bias, self.down_proj_bias))
 
 
 def pick_path(x: torch.Tensor, index: torch.Tensor, n_experts: int) -> str:
@@ -92,8 +111,7 @@ def experts_reference(experts: RoutedExperts, x, weights, index) -> torch.Tensor
         w = weights[token, slot, None]
         rows = (x[token] * w).to(x.dtype) if experts.weigh_input else x[token]
         h = F.linear(rows, gate_up_proj[e], None if gate_up_bias is None else gate_up_bias[e])
-        gate, up = h.chunk(2, dim=-1)
-        y = F.linear(experts.glu(gate, up), down_proj[e],
+        y = F.linear(experts.unit(h), down_proj[e],
                      None if down_bias is None else down_bias[e])
         out.index_add_(0, token, (y if experts.weigh_input else y * w).to(x.dtype))
     return out
@@ -118,76 +136,12 @@ def experts_batched(experts: RoutedExperts, x, weights, index, method: str | Non
     h = grouped_linear(rows, gate_up_proj, offsets, method)
     if gate_up_bias is not None:
         h = h + gate_up_bias[expert_of_row]
-    gate, up = h.chunk(2, dim=-1)
-    y = grouped_linear(experts.glu(gate, up), down_proj, offsets, method)
+    y = grouped_linear(experts.unit(h), down_proj, offsets, method)
     if down_bias is not None:
         y = y + down_bias[expert_of_row]
     y = (y if experts.weigh_input else y * w).to(x.dtype)
     return torch.zeros_like(x).index_add_(0, token_of_row, y)
 
-
-def grouped_linear(rows: torch.Tensor, weight: torch.Tensor, offsets: torch.Tensor,
-                   method: str | None = None) -> torch.Tensor:
-    """rows [M, K] sorted by group, weight [G, N, K] (nn.Linear layout), offsets [G] = the
-    cumulative row counts: row m of group g gives rows[m] @ weight[g].T.
-
-    grouped_mm (torch >= 2.8) does exactly the routed work, reading each used expert's weights
-    in place; it is a fused kernel on CUDA and a loop in C++ on CPU. The padded bmm runs where
-    grouped_mm cannot (unaligned sizes, older torch): it computes some padding and, when only
-    some experts are used (decoding), copies their weights first.
-    """
-    method = method or ("grouped_mm" if _grouped_mm_usable(rows, weight) else "padded_bmm")
-    if method == "grouped_mm":
-        return F.grouped_mm(rows, weight.transpose(1, 2), offs=offsets)
-    return _padded_bmm(rows, weight, offsets)
-
-
-def _padded_bmm(rows, weight, offsets):
-    """Scatter the rows of each expert that has any into a [experts used, max rows, K] block,
-    and bmm once. Unused experts are left out, so a decode step reads top_k experts, not all."""
-    counts = torch.diff(offsets, prepend=offsets.new_zeros(1)).long()
-    used = counts.nonzero().squeeze(1)
-    if len(used) < len(counts):
-        weight, counts = weight.index_select(0, used), counts[used]
-    group = torch.repeat_interleave(torch.arange(len(counts), device=rows.device), counts)
-    pos = torch.arange(rows.shape[0], device=rows.device) - (counts.cumsum(0) - counts)[group]
-    block = rows.new_zeros(len(counts), int(counts.max()), rows.shape[1])
-    block[group, pos] = rows
-    return torch.bmm(block, weight.transpose(1, 2))[group, pos]
-
-
-_GROUPED_MM_WORKS: dict = {}
-
-
-def _grouped_mm_usable(rows: torch.Tensor, weight: torch.Tensor) -> bool:
-    """When this torch has grouped_mm for the device and dtype and the strides are 16-byte
-    aligned (its requirement). Whether it runs is probed once per (device, dtype) on a tiny
-    aligned problem: asking the build is the only reliable check across torch versions and GPUs.
-    """
-    size = rows.element_size()
-    if rows.device.type == "meta" or not hasattr(F, "grouped_mm") \
-            or (rows.shape[1] * size) % 16 or (weight.shape[1] * size) % 16:
-        return False
-    key = (rows.device, rows.dtype)
-    if key not in _GROUPED_MM_WORKS:
-        try:
-            a = torch.ones(4, 16, device=rows.device, dtype=rows.dtype)
-            b = torch.ones(2, 16, 16, device=rows.device, dtype=rows.dtype)
-            offs = torch.tensor([1, 4], device=rows.device, dtype=torch.int32)
-            _GROUPED_MM_WORKS[key] = bool(F.grouped_mm(a, b, offs=offs).eq(16).all())
-        except (RuntimeError, NotImplementedError):
-            _GROUPED_MM_WORKS[key] = False
-    return _GROUPED_MM_WORKS[key]
-
-
-def grouped_mm_flops(a_shape, b_shape, *args, out_shape=None, **kwargs) -> int:
-    """FLOPs of aten._grouped_mm for FlopCounterMode(custom_mapping=FLOP_FORMULAS), which has
-    no formula of its own: each of the M rows meets one K x N matrix, 2*M*K*N (2 per MAC)."""
-    m, k = a_shape[-2:]
-    return 2 * m * k * b_shape[-1]
-
-
-FLOP_FORMULAS = {torch.ops.aten._grouped_mm: grouped_mm_flops}
 
 # RoutedExperts.path -> implementation; "auto" asks pick_path
 EXPERT_PATHS = {"reference": experts_reference, "sorted": experts_batched,
@@ -200,19 +154,31 @@ class MoE(nn.Module):
     def __init__(self, spec: ModelSpec, ffn: FFNSpec):
         super().__init__()
         d = spec.d_model
+        w = ffn.d_latent or d  # the width the routed experts read and write
         self.gate = Router(d, ffn.n_experts, ffn.top_k, ffn.routing)
-        self.experts = RoutedExperts(ffn.n_experts, d, ffn.d_expert, ffn.activation, ffn.bias,
-                                     ffn.limit, weigh_input=ffn.routing.weights == "input")
-        shared = ffn.shared_width  # one SwiGLU as wide as all of them
-        self.shared_experts = (GatedMLP(d, shared, ffn.activation, ffn.bias, limit=ffn.limit)
-                               if shared else None)
+        gated = ffn.expert is None  # SwiGLU experts; else mlp or relu2, ungated (Nemotron-H)
+        self.experts = RoutedExperts(ffn.n_experts, w, ffn.d_expert, ffn.activation, ffn.bias,
+                                     ffn.limit, weigh_input=ffn.routing.weights == "input",
+                                     gated=gated)
+        shared = ffn.shared_width  # one MLP of the experts' kind, as wide as all of them
+        self.shared_experts = None if not shared else (
+            GatedMLP(d, shared, ffn.activation, ffn.bias, limit=ffn.limit) if gated
+            else MLP(d, shared, ffn.activation, ffn.bias))
         # Qwen3-Next: sigmoid(x . w) scales the shared experts' output, token by token
         self.shared_expert_gate = Linear(d, 1, bias=False) if ffn.shared_gate else None
+        # Nemotron-H's latent MoE: the routed experts between d -> d_latent and back
+        latent = ffn.d_latent is not None
+        self.fc1_latent_proj = Linear(d, w, bias=ffn.bias) if latent else None
+        self.fc2_latent_proj = Linear(w, d, bias=ffn.bias) if latent else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1])
         weights, index = self.gate(flat)
-        out = self.experts(flat, weights, index).view_as(x)
+        if self.fc1_latent_proj is None:
+            out = self.experts(flat, weights, index).view_as(x)
+        else:
+            out = self.fc2_latent_proj(self.experts(self.fc1_latent_proj(flat), weights, index))
+            out = out.view_as(x)
         if self.shared_experts is not None:
             shared = self.shared_experts(x)
             if self.shared_expert_gate is not None:

@@ -32,8 +32,7 @@ def experts_gathered(experts, x, weights, index) -> torch.Tensor:
     h = torch.bmm(rows, gate_up_proj.index_select(0, flat).transpose(1, 2))
     if gate_up_bias is not None:
         h = h + gate_up_bias.index_select(0, flat)[:, None]
-    gate, up = h.chunk(2, dim=-1)
-    y = torch.bmm(experts.glu(gate, up), down_proj.index_select(0, flat).transpose(1, 2))
+    y = torch.bmm(experts.unit(h), down_proj.index_select(0, flat).transpose(1, 2))
     if down_bias is not None:
         y = y + down_bias.index_select(0, flat)[:, None]
     y = (y if experts.weigh_input else y * w).to(x.dtype)
@@ -52,8 +51,7 @@ def experts_dense(experts, x, weights, index) -> torch.Tensor:
     h = torch.bmm(rows, gate_up_proj.transpose(1, 2))
     if gate_up_bias is not None:
         h = h + gate_up_bias[:, None]
-    gate, up = h.chunk(2, dim=-1)
-    y = torch.bmm(experts.glu(gate, up), down_proj.transpose(1, 2))
+    y = torch.bmm(experts.unit(h), down_proj.transpose(1, 2))
     if down_bias is not None:
         y = y + down_bias[:, None]
     # an expert not routed to a token adds nothing, even where its bias would make it nonzero

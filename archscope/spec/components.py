@@ -22,6 +22,8 @@ ScalingKind = Literal["llama3", "yarn", "linear"]
 FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
 # quick_gelu: x * sigmoid(1.702 x) (transformers' ACT2FN name; gpt-oss's experts' gate)
 Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu"]
+# each expert of a moe (routed and shared): a SwiGLU, or an ungated up_proj, down_proj MLP
+ExpertKind = Literal["swiglu", "mlp", "relu2"]
 # pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
 # output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm;
 # sandwich: both, four norms per block, x + post(sublayer(pre(x))) (Gemma 2/3), keeping the final;
@@ -196,13 +198,17 @@ class FFNSpec:
     # gated kinds: an RMSNorm over act(gate) * up (d_ff wide, the model's norm eps) before
     # down_proj, `ffn_sub_norm` (BitNet b1.58's). d_ff parameters, no matmul. null or false: none.
     sub_norm: bool | None = None
+    expert: ExpertKind | None = None  # moe: each expert's kind (null: swiglu; relu2: Nemotron-H)
+    d_latent: int | None = None  # moe: routed experts' width in/out, via fc1/fc2_latent_proj
 
     MOE_KEYS = ("n_experts", "top_k", "d_expert", "n_shared_experts", "d_shared", "shared_gate",
-                "router")
+                "router", "expert", "d_latent")
 
     def __post_init__(self) -> None:
+        if self.expert == "swiglu":  # the default: one spelling
+            object.__setattr__(self, "expert", None)
         if self.activation is None:  # frozen: fill the default in place, once
-            default = KIND_ACTIVATION.get(self.kind, DEFAULT_ACTIVATION)
+            default = KIND_ACTIVATION.get(self.unit_kind, DEFAULT_ACTIVATION)
             object.__setattr__(self, "activation", default)
         one_spelling(self, "fused_gate_up")
         one_spelling(self, "shared_gate")
@@ -212,22 +218,23 @@ class FFNSpec:
             object.__setattr__(self, "d_shared", None)  # the default width: one spelling
 
     def validate(self) -> None:
-        positive(self, "d_ff", "n_experts", "top_k", "d_expert", "limit")
-        require(self.limit is None or self.kind in GATED_KINDS + ("moe",), "limit",
-                f"clamps a gated unit's gate and up (kinds {', '.join(GATED_KINDS)}, moe); "
-                f"kind '{self.kind}' has no gate")
-        own = KIND_ACTIVATION.get(self.kind)
+        positive(self, "d_ff", "n_experts", "top_k", "d_expert", "limit", "d_shared", "d_latent")
+        require(self.limit is None or self.unit_kind in GATED_KINDS, "limit",
+                f"clamps a gated unit's gate and up (kinds {', '.join(GATED_KINDS)}, moe's "
+                f"swiglu experts); kind '{self.unit_kind}' has no gate")
+        own, named = KIND_ACTIVATION.get(self.unit_kind), (
+            "expert" if self.kind == "moe" else "kind")
         if own is not None:
             require(self.activation == own, "activation",
-                    f"kind '{self.kind}' is defined by its {own} activation, got "
+                    f"{named} '{self.unit_kind}' is defined by its {own} activation, got "
                     f"'{self.activation}': set activation to {own} or leave it out")
         elif self.activation in OWN_ACTIVATION and self.kind == "mlp":  # one spelling
             kind = OWN_ACTIVATION[self.activation]
-            raise SpecError(f"an ungated MLP with {self.activation} is kind '{kind}': use "
-                            f"kind: {kind} (here kind is '{self.kind}')", key="activation")
+            raise SpecError(f"{self.activation} is the activation of kind '{kind}' only; use "
+                            f"{named}: {kind} (here {named} is '{self.unit_kind}')",
+                            key="activation")
         if self.n_shared_experts is not None:
             require(self.n_shared_experts >= 0, "n_shared_experts", "must be 0 or more")
-        positive(self, "d_shared")
         for name in ("d_shared", "shared_gate"):
             require(getattr(self, name) is None or self.shared_experts > 0, name,
                     "describes the shared experts: set n_shared_experts too")
@@ -257,12 +264,17 @@ class FFNSpec:
                         f"({', '.join(GATED_KINDS)}); here kind is '{self.kind}'")
 
     @property
+    def unit_kind(self) -> str:
+        """The dense kind one unit is: the FFN's own kind, or each expert's in a moe."""
+        return (self.expert or "swiglu") if self.kind == "moe" else self.kind
+
+    @property
     def shared_experts(self) -> int:
         return self.n_shared_experts or 0
 
     @property
     def shared_width(self) -> int:
-        """The hidden width of the one gated MLP the shared experts run as (0: none)."""
+        """The hidden width of the one MLP (of `expert`'s kind) the shared experts run as."""
         if not self.shared_experts:
             return 0
         return self.d_shared or self.shared_experts * self.d_expert

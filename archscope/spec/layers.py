@@ -86,11 +86,11 @@ class LayerPlan:
     @property
     def layer_type(self) -> str:
         """transformers' `layer_types` name for this layer (config.json reads and writes it);
-        'mlp' for a layer without a mixer (Nemotron-H's word)."""
+        'mlp' or 'moe' for a layer without a mixer (Nemotron-H's words)."""
         if self.state is not None:
             return "linear_attention"
         if self.attention is None:
-            return "mlp"
+            return "moe" if self.is_moe else "mlp"
         if self.attention.chunk:
             return "chunked_attention"
         return "sliding_attention" if self.attention.window else "full_attention"

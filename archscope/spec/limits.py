@@ -65,6 +65,8 @@ INT_LIMITS: dict[str, int] = {
     "top_k": 1_024,
     # The shared experts' width (Granite 4.0-H's shared_intermediate_size: 1,024 in h-tiny).
     "d_shared": 1_048_576,
+    # The routed experts' latent width (Nemotron-H's moe_latent_size), below d_model.
+    "d_latent": 1_048_576,
     # State mixers (Mamba-2: Nemotron-H's 128 heads of 64 with d_state 128 and 8 groups;
     # Gated DeltaNet: Qwen3-Next's 16 key / 32 value heads of 128; convs of 4 taps; scans in
     # chunks of 64 to 256 tokens).

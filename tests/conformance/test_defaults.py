@@ -19,7 +19,7 @@ from archscope.spec import load_spec
 from archscope.spec.families.registry import families
 
 # defaults archscope refuses, and a word the refusal must name (the component it lacks)
-REFUSED = {"nemotron_h": "MoE block", "jetmoe": "mixture of attention heads",
+REFUSED = {"jetmoe": "mixture of attention heads",
            "longcat_flash": "zero-computation experts", "deepseek_v4": "hyper-connections",
            "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
            "gemma4_text": "per-layer input embeddings",

@@ -1,6 +1,6 @@
 """Tiny specs for the sharded runs: a dense GQA model (tied head), a MoE model (experts split
-whole over the ranks) and an MLA + MoE model (DeepSeek-V3's routing, shared experts, a dense
-first layer). Every dimension divides by 2 ranks."""
+whole over the ranks), an MLA + MoE model (DeepSeek-V3's routing, shared experts, a dense
+first layer) and Nemotron-H's latent MoE. Every dimension divides by 2 ranks."""
 
 from archscope.spec.loader import spec_from_mapping
 
@@ -20,6 +20,12 @@ MLA = {**DENSE, "name": "tiny-mla", "n_layers": 3, "tie_embeddings": False,
                           "n_group": 4, "topk_group": 2, "normalize": True,
                           "scaling_factor": 2.5}},
        "layers": [{"select": "0:1", "ffn": {"kind": "swiglu", "d_ff": 96}}]}
+# Nemotron-H's latent MoE: ungated squared-ReLU experts in a 32-wide latent, one shared expert
+LATENT = {**MOE, "name": "tiny-latent-moe",
+          "ffn": {"kind": "moe", "expert": "relu2", "n_experts": 4, "top_k": 2, "d_expert": 32,
+                  "d_latent": 32, "n_shared_experts": 1, "d_shared": 48,
+                  "router": {"method": "noaux_tc", "scoring": "sigmoid", "correction_bias": True,
+                             "n_group": 1, "topk_group": 1}}}
 
 
 def spec(raw: dict):

@@ -1,4 +1,4 @@
-"""Two gloo ranks on CPU (one launch for all three models, to fit the 2-core CI machine): the
+"""Two gloo ranks on CPU (one launch for all four models, to fit the 2-core CI machine): the
 sharded model's logits equal the whole model's, each rank holds the parameters the analytic
 plan says, and one decode step's measured collectives are the plan's, op by op and in bytes."""
 
@@ -11,9 +11,9 @@ from archscope.distributed.launch import RankFailed, launch
 from archscope.distributed.parity import check_ranks
 from archscope.distributed.worker import Job, run_rank
 
-from sharded_tiny import DENSE, MLA, MOE, spec
+from sharded_tiny import DENSE, LATENT, MLA, MOE, spec
 
-CASES = [(DENSE, 2, 1), (MOE, 2, 2), (MLA, 2, 2)]
+CASES = [(DENSE, 2, 1), (MOE, 2, 2), (MLA, 2, 2), (LATENT, 2, 2)]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,12 @@ VARIANTS = {
                                                            weights="input")),
     "phimoe-sparsemixer": dict(MOE, router=dict(method="sparsemixer", jitter_eps=0.3,
                                                 normalize=False)),
+    # Nemotron-H: ungated squared-ReLU experts and shared expert
+    "nemotron-h-relu2-experts": dict(MOE, expert="relu2", n_shared_experts=1, d_shared=24,
+                                     router=dict(method="noaux_tc", scoring="sigmoid",
+                                                 n_group=2, topk_group=1,
+                                                 correction_bias=True)),
+    "nemotron-h-latent": dict(MOE, expert="relu2", d_latent=24, n_shared_experts=1),
 }
 
 

@@ -3,8 +3,8 @@ against transformers' NemotronHForCausalLM: logits of a tiny config built both w
 same weights (a prompt of three scan chunks, then 12 cached decode steps, fp32), two negative
 controls (RoPE on the attention layers; no dt clamp), the cache both sides hold against the
 estimate, FLOPs under FlopCounterMode, the presets' parameters on the meta device, the
-checkpoints' two name layouts, and make-checkpoint then generate. (Checkpoints both ways, on a
-config without the clamp, are the conformance case's.)
+checkpoints' two name layouts, per-expert MoE files, and make-checkpoint then generate.
+(Checkpoints both ways, on a config without the clamp, are the conformance case's.)
 """
 
 import pytest
@@ -203,3 +203,41 @@ def test_both_name_layouts_are_read():
     assert all(r.alias for r in table if r.hf.startswith("backbone."))
     norms = [r.ours[0].split(".")[2] for r in table if r.hf.endswith("{i}.norm.weight")]
     assert norms == ["input_layernorm", "post_attention_layernorm"] * 2  # model.*, backbone.*
+
+
+def test_per_expert_files_load(tmp_path):
+    """Published MoE checkpoints (and transformers < 5's) hold one up_proj and down_proj per
+    expert under backbone.*: merged while loading, the logits are transformers' own."""
+    from safetensors.torch import load_file, save_file
+
+    from archscope.weights import load_checkpoint
+    from parity import hf_model, random_correction_bias
+
+    at = {ch: [i for i, c in enumerate("ME*-E") if c == ch] for ch in "ME*-"}
+    spec = nemotron(n_layers=5, layers=[dict(select=at["M"], ffn="none"),
+                                        dict(select=at["*"], mixer="attention", ffn="none"),
+                                        dict(select=at["-"], mixer="none",
+                                             ffn=dict(kind="relu2", d_ff=48)),
+                                        dict(select=at["E"], mixer="none")],
+                    ffn=dict(kind="moe", expert="relu2", n_experts=4, top_k=2, d_expert=16,
+                             n_shared_experts=1, d_shared=24,
+                             router=dict(method="noaux_tc", scoring="sigmoid", n_group=2,
+                                         topk_group=1, correction_bias=True)))
+    hf, _ = hf_model(spec)
+    random_correction_bias(hf)
+    hf.save_pretrained(tmp_path)
+    path = tmp_path / "model.safetensors"
+    legacy = {}
+    for name, t in load_file(path).items():
+        stem, _, proj = name.rpartition(".experts.")
+        if proj in ("up_proj", "down_proj"):
+            legacy.update({f"{stem.replace('model.', 'backbone.', 1)}.experts.{j}.{proj}.weight":
+                           e.contiguous() for j, e in enumerate(t)})
+        else:
+            legacy[name] = t
+    assert "backbone.layers.1.mixer.experts.3.up_proj.weight" in legacy
+    save_file(legacy, path, metadata={"format": "pt"})
+    ours, _ = load_checkpoint(tmp_path)
+    ids = torch.randint(0, spec.vocab_size, (1, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert max_diff(ours(ids), hf(ids).logits) < TOL

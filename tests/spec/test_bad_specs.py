@@ -45,6 +45,14 @@ CASES = {
     "negative-size": (("d_model: 64", "d_model: -64"), "d_model", "must be positive"),
     "moe-key-on-dense": (("d_ff: 128}", "d_ff: 128, n_experts: 4}"), "ffn.n_experts",
                          "only applies when kind is 'moe'"),
+    "expert-on-dense": (("d_ff: 128}", "d_ff: 128, expert: relu2}"), "ffn.expert",
+                        "only applies when kind is 'moe'"),
+    "relu2-expert-with-silu": (("ffn: {kind: swiglu, d_ff: 128}", MOE_FFN.replace(
+        "}", ", expert: relu2, activation: silu}")), "ffn.activation", "defined by its relu2"),
+    "limit-on-ungated-experts": (("ffn: {kind: swiglu, d_ff: 128}", MOE_FFN.replace(
+        "}", ", expert: mlp, limit: 7.0}")), "ffn.limit", "has no gate"),
+    "latent-on-dense": (("d_ff: 128}", "d_ff: 128, d_latent: 16}"), "ffn.d_latent",
+                        "only applies when kind is 'moe'"),
     "unknown-qk-norm": (("head_dim: 16}", "head_dim: 16, qk_norm: per_channel}"),
                         "attention.qk_norm", "expected one of head, per_head, full"),
     "unknown-norm-position": (("eps: 1e-5}", "eps: 1e-5, position: peri}"),

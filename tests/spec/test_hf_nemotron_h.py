@@ -69,7 +69,11 @@ def test_a_config_without_mamba_layers_has_no_mixer(tmp_path):
 
 
 @pytest.mark.parametrize("change, key, words", [
-    (dict(hybrid_override_pattern="M-E-"), "hybrid_override_pattern", "MoE"),
+    (dict(hybrid_override_pattern="M-E-", moe_latent_size=0), "moe_latent_size", "positive"),
+    (dict(hybrid_override_pattern="M-E-", mlp_bias=True), "mlp_bias", "shared expert"),
+    (dict(hybrid_override_pattern="ME", n_routed_experts=4, n_group=3), "n_group", "groups"),
+    (dict(hybrid_override_pattern="ME", n_routed_experts=4, num_experts_per_tok=5),
+     "num_experts_per_tok", "cannot exceed"),
     (dict(hybrid_override_pattern="M-x-"), "hybrid_override_pattern[2]", "M, *, - or E"),
     (dict(hybrid_override_pattern=""), "hybrid_override_pattern", "positive"),
     (dict(hybrid_override_pattern=None), "hybrid_override_pattern", "required"),
@@ -120,3 +124,43 @@ def test_relu2_beside_a_mixer_is_still_refused():
     with pytest.raises(SpecError) as err:
         spec_to_hf_config(spec)
     assert err.value.key == "ffn.kind" and "relu2" in err.value.detail
+
+
+@pytest.mark.filterwarnings("ignore::archscope.spec.hf_import.DefaultedKeyWarning")
+def test_a_file_without_layers_reads_transformers_default_list(tmp_path):
+    """Neither layers_block_type nor the pattern: NemotronHConfig's own default layers (one of
+    each kind, an E among them), as its __post_init__ fills them."""
+    from transformers import NemotronHConfig
+
+    tiny = {k: v for k, v in _tiny().items() if k != "hybrid_override_pattern"}
+    spec = load_spec(write_config(tmp_path / "d", tiny))
+    assert [layer.layer_type for layer in spec.plan] == NemotronHConfig().layers_block_type
+
+
+_MOE = dict(hybrid_override_pattern="ME-E", n_routed_experts=4, num_experts_per_tok=2,
+            moe_intermediate_size=32, moe_shared_expert_intermediate_size=48,
+            moe_latent_size=None, n_group=1, topk_group=1, routed_scaling_factor=2.5,
+            norm_topk_prob=True)
+
+
+def test_moe_layers_beside_mlp_layers(tmp_path):
+    """With E layers the model's FFN is the MoE and the - layers keep their MLP; both write
+    back (the pattern with its E), and the MoE's experts are ungated squared-ReLU MLPs."""
+    spec = load_spec(write_config(tmp_path / "e", _tiny(**_MOE)))
+    kinds = [(layer.layer_type, layer.ffn and layer.ffn.kind) for layer in spec.plan]
+    assert kinds == [("linear_attention", None), ("moe", "moe"), ("mlp", "relu2"),
+                     ("moe", "moe")]
+    f = spec.ffn
+    assert (f.expert, f.activation, f.shared_width, f.routing.method) == (
+        "relu2", "relu2", 48, "noaux_tc")
+    config = spec_to_hf_config(spec)
+    assert config["hybrid_override_pattern"] == "ME-E"
+    assert (config["intermediate_size"], config["moe_shared_expert_intermediate_size"]) == (96, 48)
+
+
+def test_export_refuses_gated_experts(tmp_path):
+    spec = load_spec(write_config(tmp_path / "e", _tiny(**_MOE)),
+                     ["ffn.expert=swiglu", "ffn.activation=silu"])
+    with pytest.raises(SpecError) as err:
+        spec_to_hf_config(spec)
+    assert err.value.key == "ffn.expert", err.value

@@ -4,13 +4,21 @@ Nemotron-H's layers are single blocks, `x + mixer(norm(x))`, one type per layer 
 `hybrid_override_pattern` (M: Mamba-2, *: attention, -: MLP, E: MoE; transformers 5 saves the
 same list as `layers_block_type`: linear_attention, full_attention, mlp, moe). In a spec that is
 the model's `mixer` (mamba2) with `layers` overrides: M layers `ffn: none`, * layers
-`mixer: attention, ffn: none`, - layers `mixer: none`. What transformers 5.23 builds:
+`mixer: attention, ffn: none`, - and E layers `mixer: none` (with E layers the model's `ffn` is
+the MoE and - layers replace it with the MLP). What transformers 5.24 builds:
 
 - attention: GQA (num_attention_heads, num_key_value_heads, head_dim) with no positional
   encoding at all (NemotronHAttention applies no RoPE: position.kind none) and no biases
   (its q/k/v/o_proj ignore attention_bias);
 - the MLP: up_proj, mlp_hidden_act, down_proj, biases from mlp_bias (relu2, the squared ReLU of
   every published config: ffn.kind relu2; another activation: kind mlp);
+- the MoE (NemotronHMoE): a router in fp32 (sigmoid scores, a selection-only
+  e_score_correction_bias, groups scored by their best two: noaux_tc with n_group/topk_group,
+  norm_topk_prob, routed_scaling_factor), n_routed_experts experts of moe_intermediate_size and
+  ONE shared expert of moe_shared_expert_intermediate_size (n_shared_experts is read by no
+  module), each an ungated MLP with mlp_hidden_act (ffn.expert relu2, or mlp); with
+  moe_latent_size the routed experts work in that latent (ffn.d_latent: fc1_latent_proj down
+  before them, fc2_latent_proj back up after);
 - the Mamba-2 mixer: keys as in spec/mamba2.py's table; dt clamped to (time_step_min, inf);
 - RMSNorms with layer_norm_epsilon (the gated norm inside the mixer too), a final `norm_f`;
 - an lm_head never tied to the embeddings (NemotronHForCausalLM ties nothing, whatever
@@ -19,9 +27,9 @@ the model's `mixer` (mamba2) with `layers` overrides: M layers `ffn: none`, * la
 Read by no module, so neither read nor written: residual_in_fp32, rescale_prenorm_residual,
 expand, time_step_max/floor/limit, mamba_proj_bias, mamba_ssm_cache_dtype, attention_bias,
 sliding_window, num_hidden_layers (the pattern's length counts the layers), and
-attention_head_dim (older files' spelling; head_dim is what the class reads). MoE layers (E)
-are refused: their experts are ungated squared-ReLU MLPs behind a latent projection, which
-archscope's MoE does not build.
+attention_head_dim (older files' spelling; head_dim is what the class reads), n_shared_experts,
+moe_shared_expert_overlap. Refused: mlp_bias with E layers (then the shared expert and latent
+projections have biases and the routed experts none).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from archscope.spec.families.base import rules
 from archscope.spec.families.granitemoehybrid import mamba_hybrid, single_blocks
 from archscope.spec.families.llama import LLAMA
 from archscope.spec.hf_keys import Keys, what
-from archscope.spec.hf_readers_base import _ACT, _select
+from archscope.spec.hf_readers_base import _ACT, _select, class_default
 from archscope.spec.hf_writers_base import HF_ACT
 from archscope.spec.schema import ModelSpec
 
@@ -39,7 +47,9 @@ from archscope.spec.schema import ModelSpec
 _TYPE = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
 _SPEC = {"linear_attention": {"ffn": "none"}, "full_attention": {"mixer": "attention",
                                                                   "ffn": "none"},
-         "mlp": {"mixer": "none"}}
+         "mlp": {"mixer": "none"}, "moe": {"mixer": "none"}}
+# NemotronHConfig.__post_init__'s layers when the file gives neither list nor pattern
+_DEFAULT_TYPES = ["linear_attention", "moe", "full_attention", "mlp"]
 _HF_ACT = {**HF_ACT, "relu2": "relu2"}
 
 
@@ -49,10 +59,12 @@ def _layer_types(c: Keys) -> tuple[str, list[str]]:
     key = c.alias("layers_block_type", "layer_types")  # NemotronHConfig's attribute_map
     if c.raw.get(key) is None:
         key = "hybrid_override_pattern"
+    if key not in c.raw and c.raw.get("layers_block_type", c.raw.get("layer_types")) is None:
+        return key, class_default(c, "layers_block_type", _DEFAULT_TYPES)
     value = c.raw.get(key)
     if value is None:
-        raise c.error(key, "required: transformers' default layer list has a MoE layer, which "
-                           "archscope does not build; give the file's pattern")
+        raise c.error(key, "required when given: null is no layer list (transformers cannot "
+                           "read it); give the pattern or leave the key out")
     if key == "hybrid_override_pattern":
         if not isinstance(value, str):
             raise c.error(key, f"expected a string of M, *, - and E, {what(value)}")
@@ -63,10 +75,6 @@ def _layer_types(c: Keys) -> tuple[str, list[str]]:
     elif not (isinstance(value, list) and all(t in _TYPE.values() for t in value)):
         raise c.error(key, f"expected a list of {', '.join(_TYPE.values())}, {what(value)}")
     c.size(key, value=len(value))  # at least one layer, within archscope's layer limit
-    if "moe" in value:
-        raise c.error(key, f"layer {value.index('moe')} is a MoE block (E): its ungated "
-                           "squared-ReLU experts behind a latent projection are not built by "
-                           "archscope")
     return key, value
 
 
@@ -86,20 +94,43 @@ def read(c: Keys) -> dict:
                                              f"of num_key_value_heads ({kv})")
     act = c.text("mlp_hidden_act", ("relu2", *_ACT), noun="activation")
     c.text("mamba_hidden_act", ("silu",), noun="activation")  # the conv's: the spec has no key
+    kind, activation = ("relu2", {}) if act == "relu2" else ("mlp", {"activation": _ACT[act]})
+    # the MLP sizes nothing without - layers (nor is intermediate_size read then)
+    mlp = {"kind": kind, "d_ff": c.size("intermediate_size"), "bias": c.flag("mlp_bias"),
+           **activation} if "mlp" in types or "moe" not in types else None
     out = {"vocab_size": c.size("vocab_size"), "d_model": c.size("hidden_size"),
            "n_layers": len(types), "max_seq_len": c.size("max_position_embeddings"),
            "norm": {"kind": "rmsnorm", "eps": c.number("layer_norm_epsilon"), "position": "pre"},
            "position": {"kind": "none"},
            "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv,
                          "head_dim": c.size("head_dim")},
-           "ffn": {"kind": "relu2" if act == "relu2" else "mlp", "d_ff":
-                   c.size("intermediate_size"), "bias": c.flag("mlp_bias"),
-                   **({} if act == "relu2" else {"activation": _ACT[act]})}}
+           "ffn": _moe(c, kind, activation) if "moe" in types else mlp}
     if "linear_attention" in types:
         out["mixer"] = _mamba2(c)
-    out["layers"] = [{"select": _select(picked), **_SPEC[t]} for t in _SPEC
+    spec = {**_SPEC, "mlp": {"mixer": "none", "ffn": mlp}} if "moe" in types else _SPEC
+    out["layers"] = [{"select": _select(picked), **spec[t]} for t in spec
                      for picked in [[i for i, x in enumerate(types) if x == t]] if picked]
     return out
+
+
+def _moe(c: Keys, kind: str, activation: dict) -> dict:
+    """NemotronHMoE: routed experts and one shared expert, each an ungated MLP like the - layers'
+    (no gate_proj), behind DeepSeek-V3's router (NemotronHTopkRouter is its line-for-line copy)."""
+    if c.flag("mlp_bias"):
+        raise c.error("mlp_bias", "is true with MoE layers (E): NemotronH's shared expert then "
+                                  "has biases and its routed experts none, which archscope's "
+                                  "MoE (biases on all or none) does not build")
+    n, k = c.size(c.alias("n_routed_experts", "num_local_experts")), c.size("num_experts_per_tok")
+    if k > n:
+        raise c.error("num_experts_per_tok", f"top-k ({k}) cannot exceed n_routed_experts ({n})")
+    router = {"method": "noaux_tc", "scoring": "sigmoid", "correction_bias": True,
+              "normalize": c.flag("norm_topk_prob"),
+              "scaling_factor": c.number("routed_scaling_factor"),
+              "n_group": c.size("n_group"), "topk_group": c.size("topk_group")}
+    return {"kind": "moe", "expert": kind, **activation, "n_experts": n, "top_k": k,
+            "d_expert": c.size("moe_intermediate_size"), "n_shared_experts": 1,
+            "d_shared": c.size("moe_shared_expert_intermediate_size"), "router": router,
+            "d_latent": c.size("moe_latent_size", null=True)}
 
 
 def _mamba2(c: Keys) -> dict:
@@ -119,33 +150,57 @@ def _mamba2(c: Keys) -> dict:
 def write(s: ModelSpec) -> dict:
     """NemotronHConfig's keys for `s`. What NemotronH cannot build is named here (a layer with
     both a mixer and an FFN, a tied head, an FFN kind it lacks) or by the exporter's read-back
-    comparison (RoPE, attention biases, a per-layer change)."""
+    comparison (RoPE, attention biases, a per-layer change, a router other than its own)."""
     pattern = []
     for layer in s.plan:
         if layer.mixer is not None and layer.ffn is not None:
             raise SpecError(f"transformers' NemotronH layers are single blocks (a mixer or an "
                             f"FFN); layer {layer.index} has both", key="layers")
-        pattern.append("M" if layer.state else "*" if layer.attention else "-")
+        pattern.append("M" if layer.state else "*" if layer.attention else
+                       "E" if layer.is_moe else "-")
     if s.tie_embeddings:
         raise SpecError("transformers' NemotronHForCausalLM never ties lm_head to the "
                         "embeddings", key="tie_embeddings")
-    f, a = s.ffn, s.attention
-    if f.kind not in ("relu2", "mlp"):
-        raise SpecError(f"transformers' NemotronH MLP is up_proj, activation, down_proj (kind "
-                        f"relu2 or mlp), not {f.kind!r}", key="ffn.kind")
+    moe = next((layer.ffn for layer in s.plan if layer.is_moe), None)
+    f = next((layer.ffn for layer in s.plan if layer.ffn and not layer.is_moe), None) or s.ffn
+    a = s.attention
     out = {"vocab_size": s.vocab_size, "hidden_size": s.d_model, "num_hidden_layers": s.n_layers,
            "hybrid_override_pattern": "".join(pattern), "max_position_embeddings":
            s.max_seq_len, "tie_word_embeddings": False, "layer_norm_epsilon": s.norm.eps,
            "num_attention_heads": a.n_heads, "num_key_value_heads": a.kv_heads,
-           "head_dim": a.head_dim, "intermediate_size": f.d_ff,
-           "mlp_hidden_act": _HF_ACT[f.activation], "mlp_bias": f.bias}
+           "head_dim": a.head_dim, "mamba_hidden_act": "silu"}  # read with or without Mamba
+    if f.kind != "moe":
+        if f.kind not in ("relu2", "mlp"):
+            raise SpecError(f"transformers' NemotronH MLP is up_proj, activation, down_proj "
+                            f"(kind relu2 or mlp), not {f.kind!r}", key="ffn.kind")
+        out.update({"intermediate_size": f.d_ff, "mlp_hidden_act": _HF_ACT[f.activation],
+                    "mlp_bias": f.bias})
+    if moe is not None:
+        out.update(_write_moe(moe))
     if (m := s.mixer) is not None:
         out.update({"mamba_num_heads": m.n_heads, "mamba_head_dim": m.head_dim,
                     "ssm_state_size": m.d_state, "n_groups": m.n_groups,
                     "conv_kernel": m.conv_kernel, "chunk_size": m.chunk_size,
                     "use_conv_bias": m.conv_bias, "use_bias": m.proj_bias,
-                    "time_step_min": m.dt_limit_min, "mamba_hidden_act": "silu"})
+                    "time_step_min": m.dt_limit_min})
     return out
+
+
+def _write_moe(f) -> dict:
+    """NemotronHMoE's keys: its experts share mlp_hidden_act with the MLP layers."""
+    if f.expert not in ("relu2", "mlp"):
+        raise SpecError("transformers' NemotronH experts are ungated MLPs (expert relu2 or "
+                        f"mlp), not {f.expert or 'swiglu'}", key="ffn.expert")
+    if f.shared_experts != 1:
+        raise SpecError("transformers' NemotronH MoE has exactly one shared expert, not "
+                        f"{f.shared_experts}", key="ffn.n_shared_experts")
+    r = f.routing
+    return {"n_routed_experts": f.n_experts, "num_experts_per_tok": f.top_k,
+            "moe_intermediate_size": f.d_expert, "n_shared_experts": 1,
+            "moe_shared_expert_intermediate_size": f.shared_width, "mlp_hidden_act":
+            _HF_ACT[f.activation], "mlp_bias": f.bias, "norm_topk_prob": r.normalize,
+            "routed_scaling_factor": r.scaling_factor, "n_group": r.n_group or 1,
+            "topk_group": r.topk_group or 1, "moe_latent_size": f.d_latent}
 
 
 # Weight names. Each Nemotron-H layer is one block: `layers.N.norm`, then `layers.N.mixer`, and
@@ -170,6 +225,15 @@ _BLOCKS = (
       for proj in ("q_proj", "k_proj", "v_proj", "o_proj")],
     *[(f"{_L}.mixer.{proj}.{{p}}", f"layers.{{i}}.mlp.{proj}.{{p}}")
       for proj in ("up_proj", "down_proj")],
+    # an E layer's MoE (our `mlp`): router, fused ungated experts, the one shared expert
+    (f"{_L}.mixer.gate.weight", "layers.{i}.mlp.gate.weight"),
+    (f"{_L}.mixer.gate.e_score_correction_bias", "layers.{i}.mlp.gate.e_score_correction_bias"),
+    *[(f"{_L}.mixer.experts.{proj}", f"layers.{{i}}.mlp.experts.{proj}")
+      for proj in ("up_proj", "down_proj")],
+    *[(f"{_L}.mixer.shared_experts.{proj}.{{p}}", f"layers.{{i}}.mlp.shared_experts.{proj}.{{p}}")
+      for proj in ("up_proj", "down_proj")],
+    *[(f"{_L}.mixer.{proj}.{{p}}", f"layers.{{i}}.mlp.{proj}.{{p}}")
+      for proj in ("fc1_latent_proj", "fc2_latent_proj")],
     ("norm_f.weight", "norm.weight"),
 )
 NEMOTRON_H_ROWS = (
@@ -182,8 +246,12 @@ NEMOTRON_H_ROWS = (
 NEMOTRON_H = LLAMA.but(
     "nemotron_h", "NemotronHForCausalLM", read=read, write=write,
     exports=lambda s: mamba_hybrid(s) and single_blocks(s), mixers=("mamba2",),
-    ffns=("relu2", "mlp"),
+    ffns=("relu2", "mlp", "moe"),
     weights=rules(*NEMOTRON_H_ROWS),
+    # published files (and transformers < 5) hold one up_proj and down_proj per expert
+    per_expert=tuple((f"{top}.layers.{{i}}.mixer.experts.{{j}}.{proj}.weight",
+                      f"{top}.layers.{{i}}.mixer.experts.{proj}", 0, 1)
+                     for top in ("backbone", "model") for proj in ("up_proj", "down_proj")),
     spec_keys=LLAMA.key_table(**{
         "norm.eps": "layer_norm_epsilon", "ffn.activation": "mlp_hidden_act",
         "n_layers": "hybrid_override_pattern", "layers": "hybrid_override_pattern",
@@ -192,9 +260,19 @@ NEMOTRON_H = LLAMA.but(
             ("d_state", "ssm_state_size"), ("n_groups", "n_groups"),
             ("conv_kernel", "conv_kernel"), ("chunk_size", "chunk_size"),
             ("conv_bias", "use_conv_bias"), ("proj_bias", "use_bias"),
-            ("dt_limit_min", "time_step_min"))}}),
+            ("dt_limit_min", "time_step_min"))},
+        **{f"ffn.{k}": v for k, v in (
+            ("n_experts", "n_routed_experts"), ("top_k", "num_experts_per_tok"),
+            ("d_expert", "moe_intermediate_size"), ("expert", "mlp_hidden_act"),
+            ("d_shared", "moe_shared_expert_intermediate_size"), ("bias", "mlp_bias"),
+            ("router.n_group", "n_group"), ("router.topk_group", "topk_group"),
+            ("router.normalize", "norm_topk_prob"),
+            ("router.scaling_factor", "routed_scaling_factor"), ("d_latent", "moe_latent_size"))}}),
     key_fields=LLAMA.field_table(hybrid_override_pattern="n_layers",
                                  layers_block_type="n_layers", mamba_num_heads="n_heads",
-                                 mamba_head_dim="head_dim", ssm_state_size="d_state"),
-    names=("nemotron",), doc="single blocks: Mamba-2, attention (no RoPE) or a squared-ReLU MLP")
+                                 mamba_head_dim="head_dim", ssm_state_size="d_state",
+                                 moe_shared_expert_intermediate_size="d_shared",
+                                 moe_latent_size="d_latent"),
+    names=("nemotron",), doc="single blocks: Mamba-2, attention (no RoPE), a squared-ReLU MLP or "
+                                        "a MoE of them")
 FAMILIES = (NEMOTRON_H,)
