@@ -55,6 +55,11 @@ def rope_table(r: dict) -> str:
         lead += (f" YaRN ×{num(b['factor'])} from {commas(b['original_context'])} tokens: pairs "
                  f"under {num(b['ramp'][0])} kept ({c['high']}), over {num(b['ramp'][1])} slowed "
                  f"({c['low']}), a ramp between ({c['medium']}).")
+    elif b and b["kind"] == "longrope":
+        lo, hi, long_lo, long_hi, attn = b["spans"]
+        lead += (f" LongRoPE from {commas(b['original_context'])} tokens: each pair slowed by "
+                 f"its own factor, {num(lo)}–{num(hi)}× up to that length, {num(long_lo)}–"
+                 f"{num(long_hi)}× past it (the table's), cos and sin ×{attn:.4f}.")
     elif b:
         lead += f" {b['kind']} scaling: every pair slowed {num(b['factor'])}×."
     return lead + "\n\n" + table(r["pairs"], cols)
