@@ -251,9 +251,11 @@ FAMILY_CASES = [
                                   attention_multiplier=0.2, residual_multiplier=0.5,
                                   logits_scaling=2.0), name="granitemoe-tied"),
     # factor derived (64 / 8) and so the attention factor (sqrt(1 + ln 8 / ln 8)); the decode
-    # switches at its 4th step (position 8), as transformers' own cached decode does
+    # switches at its 4th step (position 8), as transformers' own cached decode does; a window
+    # past the context (Phi-4-mini's 262144 at 131072) masks nothing and reads as none
     FamilyCase("phi3", dict(SHAPE, original_max_position_embeddings=8, rope_parameters=_LONGROPE,
-                            **NO_IDS), name="phi3-longrope-partial", stepwise_reference=True),
+                            sliding_window=100, **NO_IDS),
+               name="phi3-longrope-partial", stepwise_reference=True),
     # factor and attention factor given, 3/4 of each head (6 pairs), a window, and a 4-token
     # original context the 5-token prefill is already past: every call takes the long factors,
     # so the reference stays transformers' full forward

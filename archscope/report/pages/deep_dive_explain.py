@@ -57,9 +57,10 @@ def rope_table(r: dict) -> str:
                  f"({c['low']}), a ramp between ({c['medium']}).")
     elif b and b["kind"] == "longrope":
         lo, hi, long_lo, long_hi, attn = b["spans"]
+        span = lambda a, z: f"{num(a)}×" if a == z else f"{num(a)}–{num(z)}×"  # noqa: E731
         lead += (f" LongRoPE from {commas(b['original_context'])} tokens: each pair slowed by "
-                 f"its own factor, {num(lo)}–{num(hi)}× up to that length, {num(long_lo)}–"
-                 f"{num(long_hi)}× past it (the table's), cos and sin ×{attn:.4f}.")
+                 f"its own factor, {span(lo, hi)} up to that length, {span(long_lo, long_hi)} "
+                 f"past it (the table's), cos and sin ×{attn:.4f}.")
     elif b:
         lead += f" {b['kind']} scaling: every pair slowed {num(b['factor'])}×."
     return lead + "\n\n" + table(r["pairs"], cols)

@@ -83,8 +83,13 @@ def read(c: Keys) -> dict:
     position, fraction = _position(c)
     llama = copy.copy(c)  # Llama's reader for the rest; the RoPE dicts are read above
     llama.raw = {**c.raw, "rope_scaling": None, "rope_parameters": {"rope_theta": 1.0}}
+    window = c.size("sliding_window", null=True)
+    if window is not None and window > c.size("max_position_embeddings"):
+        # a window past the context masks no key of any sequence Phi3 runs (keys from position
+        # i - W + 1 on): no window, the same network (Phi-4-mini says 262144 at 131072)
+        window = None
     out = _patch(read_llama(llama, bias=()),
-                 attention={"fused_qkv": True, "window": c.size("sliding_window", null=True),
+                 attention={"fused_qkv": True, "window": window,
                             **({"rotary_fraction": fraction} if fraction != 1 else {})},
                  ffn={"fused_gate_up": True})
     if "scaling" in position and out["attention"]["head_dim"] != out["d_model"] // \
