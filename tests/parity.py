@@ -126,6 +126,19 @@ def decode_stepwise(model, ids: torch.Tensor, prefill: int) -> torch.Tensor:
     return torch.cat(outs, dim=1)
 
 
+def hf_decode_stepwise(hf, ids: torch.Tensor, prefill: int) -> torch.Tensor:
+    """decode_stepwise through transformers' model and its own cache: a prefill of `prefill`
+    tokens, then one token a forward call."""
+    with torch.no_grad():
+        out = hf(ids[:, :prefill], use_cache=True)
+        outs, cache = [out.logits], out.cache
+        for i in range(prefill, ids.shape[1]):
+            out = hf(ids[:, i:i + 1], cache=cache, use_cache=True)
+            outs.append(out.logits)
+            cache = out.cache
+    return torch.cat(outs, dim=1)
+
+
 def hf_eager_prefill_flops(spec: ModelSpec, batch: int = 2, tokens: int = 10, **implementation):
     """FlopCounterMode's count of one prefill of transformers' own eager model, built from the
     spec's exported config (random ids; `implementation`: e.g. experts_implementation)."""

@@ -10,6 +10,9 @@ formulas as nn/rope.py, which rotates with them; tests/estimate/test_rope.py com
 - yarn: pairs below the correction dim of beta_fast rotations are kept, those above the
   correction dim of beta_slow are slowed by `factor`, a linear ramp between (YaRN sec. 3.2).
 - linear: every pair slowed by `factor`.
+- longrope: pair i slowed by its own short_factor[i] up to original_max_seq_len tokens and by
+  long_factor[i] past it (a whole forward call at a time, by its last position); the table's
+  scaled frequency is the long one (band "long"), the short factors' span is in the bands.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ class RopeBands:
     high_below: float | None  # llama3: wavelengths under this are kept (L / high_freq_factor)
     low_above: float | None  # llama3: wavelengths over this are slowed (L / low_freq_factor)
     ramp: tuple[float, float] | None  # yarn: pairs below ramp[0] kept, above ramp[1] slowed
+    # longrope: the smallest and largest short factor, then long factor, and the factor on cos
+    # and sin
+    spans: tuple[float, float, float, float, float] | None = None
 
 
 def _llama3(inv: list[float], s: ScalingSpec) -> tuple[list[float], list[str], RopeBands]:
@@ -92,6 +98,13 @@ def rope_table(dim: int, theta: float, scaling: ScalingSpec | None
         scaled, bands, limits = _llama3(inv, scaling)
     elif scaling.kind == "yarn":
         scaled, bands, limits = _yarn(inv, scaling, dim, theta)
+    elif scaling.kind == "longrope":  # as transformers divides: 1 / (factor * theta^(2i/dim))
+        short, long = scaling.short_factor, scaling.long_factor
+        scaled = [1 / (f * theta ** ((2 * i) / dim)) for i, f in enumerate(long)]
+        bands = ["long"] * len(inv)
+        limits = RopeBands("longrope", scaling.factor, scaling.original_max_seq_len, None, None,
+                           None, (min(short), max(short), min(long), max(long),
+                                  scaling.longrope_attention))
     else:  # linear
         scaled, bands = [f / scaling.factor for f in inv], ["all"] * len(inv)
         limits = RopeBands(scaling.kind, scaling.factor, scaling.original_max_seq_len,

@@ -1,7 +1,9 @@
-"""Rotary position embeddings: inverse frequencies for default, linear, llama3 and yarn scaling.
+"""Rotary position embeddings: inverse frequencies for default, linear, llama3, yarn and
+longrope scaling.
 
-The formulas follow the papers (RoFormer; Llama 3 "rope_scaling"; YaRN, Peng et al. 2023) in
-the parameterisation HF configs use, so a spec imported from a config.json rotates the same way.
+The formulas follow the papers (RoFormer; Llama 3 "rope_scaling"; YaRN, Peng et al. 2023;
+LongRoPE, Ding et al. 2024) in the parameterisation HF configs use, so a spec imported from a
+config.json rotates the same way.
 """
 
 from __future__ import annotations
@@ -61,7 +63,20 @@ def _yarn(inv_freq: torch.Tensor, s: ScalingSpec, dim: int, theta: float):
     return inv_freq, attention_factor
 
 
-SCALINGS = {"linear": _linear, "llama3": _llama3, "yarn": _yarn}
+def longrope_inv_freq(dim: int, theta: float, factors) -> torch.Tensor:
+    """Each pair's frequency divided by its own factor, in transformers' order of operations
+    (1 / (factor * theta^(2i/dim)), so the fp32 values are the same bits)."""
+    shape = torch.arange(0, dim, 2, dtype=torch.int64, device="cpu").float() / dim
+    return 1.0 / (torch.tensor(factors, dtype=torch.float32, device="cpu") * theta ** shape)
+
+
+def _longrope(inv_freq: torch.Tensor, s: ScalingSpec, dim: int, theta: float):
+    """LongRoPE's short factors (RotaryEmbedding switches to the long ones past the original
+    context); cos and sin scaled by its attention factor."""
+    return longrope_inv_freq(dim, theta, s.short_factor), s.longrope_attention
+
+
+SCALINGS = {"linear": _linear, "llama3": _llama3, "yarn": _yarn, "longrope": _longrope}
 
 
 def rope_frequencies(dim: int, theta: float, scaling: ScalingSpec | None):
@@ -79,8 +94,13 @@ class RotaryEmbedding(nn.Module):
     not a fresh outer product, cos and sin every step. The tables cover positions 0 .. n-1 for
     the n a caller says it needs (the model passes its cache's length), grown by doubling when
     a longer one is asked for. Not buffers: a meta-built model needs no materialising, and a
-    state_dict holds no derived values. An attention factor of 1 (every scaling but YaRN) is
-    not multiplied in at all.
+    state_dict holds no derived values. An attention factor of 1 (every scaling but YaRN and
+    LongRoPE) is not multiplied in at all.
+
+    LongRoPE keeps a second table, of its long factors: as transformers' Phi3 (its
+    longrope_frequency_update), a forward call whose largest position + 1 exceeds
+    original_max_seq_len rotates all its tokens with the long factors, any other with the short
+    ones. Keys already cached keep the rotation of the call that wrote them.
     """
 
     def __init__(self, dim: int, theta: float, scaling: ScalingSpec | None,
@@ -90,33 +110,46 @@ class RotaryEmbedding(nn.Module):
         self._inv_freq, self.attention_factor = rope_frequencies(dim, theta, scaling)
         # position.reversed (nanochat): the angles negated, so sin changes sign, cos does not
         self.sign = -1.0 if reversed_ else 1.0
-        self._tables: dict = {}  # (device, dtype) -> (cos, sin), each [n, dim]
+        self._freqs = (self._inv_freq,)
+        self._switch_after = None  # longrope: the original context, past which it goes long
+        if scaling is not None and scaling.kind == "longrope":
+            self._switch_after = scaling.original_max_seq_len
+            self._freqs += (longrope_inv_freq(dim, theta, scaling.long_factor),)
+        self._tables: dict = {}  # (device, dtype) -> ((cos, sin), ...) per _freqs, each [n, dim]
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype, covering: int | None = None):
         """(cos, sin) [T, dim] for `positions` [T]. `covering`: a bound on every position (so
         none has to be read back from the device); without it the largest one is read."""
         if covering is None:
             covering = int(positions.max()) + 1 if positions.numel() else 1
-        cos, sin = self.tables(covering, positions.device, dtype)
-        return cos[positions], sin[positions]
+        held = self.tables(covering, positions.device, dtype)
+        cos, sin = held[0][0][positions], held[0][1][positions]
+        if self._switch_after is None or covering <= self._switch_after or not positions.numel():
+            return cos, sin
+        # the call's choice, made on the device (no position is read back)
+        long = positions.max() + 1 > self._switch_after
+        return (torch.where(long, held[1][0][positions], cos),
+                torch.where(long, held[1][1][positions], sin))
 
     def tables(self, covering: int, device: torch.device, dtype: torch.dtype):
-        """(cos, sin) [n, dim] for positions 0 .. n-1, n >= covering, on `device` in `dtype`."""
+        """((cos, sin), ...) [n, dim], one pair per frequency set (short, then LongRoPE's long),
+        for positions 0 .. n-1, n >= covering, on `device` in `dtype`."""
         key = (torch.device(device), dtype)
         held = self._tables.get(key)
-        if held is None or held[0].shape[0] < covering:
-            n = max(covering, 2 * held[0].shape[0]) if held is not None else covering
-            self._tables[key] = held = self._compute(n, key[0], dtype)
+        if held is None or held[0][0].shape[0] < covering:
+            n = max(covering, 2 * held[0][0].shape[0]) if held is not None else covering
+            self._tables[key] = held = tuple(self._compute(n, key[0], dtype, inv)
+                                             for inv in self._freqs)
         return held
 
-    def _compute(self, n: int, device: torch.device, dtype: torch.dtype):
-        inv_freq = self._inv_freq.to(device)
+    def _compute(self, n: int, device: torch.device, dtype: torch.dtype, inv_freq: torch.Tensor):
+        inv_freq = inv_freq.to(device)
         angles = torch.arange(n, device=device).float()[:, None] * inv_freq[None, :]
         emb = torch.cat((angles, angles), dim=-1)
         cos, sin = emb.cos(), emb.sin()
         if self.sign < 0:
             sin = -sin
-        if self.attention_factor != 1.0:  # YaRN's; a multiply by 1 is skipped, not run
+        if self.attention_factor != 1.0:  # YaRN's, LongRoPE's; a multiply by 1 is not run
             cos, sin = cos * self.attention_factor, sin * self.attention_factor
         return cos.to(dtype), sin.to(dtype)
 
@@ -136,6 +169,8 @@ def apply_partial_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) ->
     Glm4Moe) and pass the rest through: partial RoPE (attention.rotary_fraction)."""
     dim = cos.shape[-1]
     return torch.cat((apply_rope(x[..., :dim], cos, sin), x[..., dim:]), dim=-1)
+
+
 def apply_rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate adjacent pairs of x [..., T, dim] (DeepSeek's MLA; Llama 4, position.interleaved).
 

@@ -89,7 +89,8 @@ def rope_record(spec: ModelSpec) -> list[dict]:
             "bands": None if bands is None else {
                 "kind": bands.kind, "factor": bands.factor,
                 "original_context": bands.original_context, "high_below": bands.high_below,
-                "low_above": bands.low_above, "ramp": bands.ramp}})
+                "low_above": bands.low_above, "ramp": bands.ramp,
+                "spans": bands.spans}})
     return out
 
 

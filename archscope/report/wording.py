@@ -13,7 +13,8 @@ from archscope.spec.schema import (AttentionSpec, FFNSpec, LayerPlan, ModelSpec,
 NO_MIXER, NO_FFN = "no mixer (an MLP-only layer)", "no FFN (a mixer-only layer)"
 
 NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
-SCALING_NAMES = {"llama3": "llama3", "yarn": "YaRN", "linear": "linear"}
+SCALING_NAMES = {"llama3": "llama3", "yarn": "YaRN", "linear": "linear",
+                 "longrope": "LongRoPE"}
 # what a norm's position makes of a sublayer f (attention, a state mixer or the FFN) on x
 NORM_FORMULAS = {"pre": "x + f(Norm(x))", "post": "Norm(x + f(x))", "output": "x + Norm(f(x))",
                  "sandwich": "x + Norm₂(f(Norm₁(x)))",
@@ -160,7 +161,12 @@ def position_explain(p: PositionSpec, spec: ModelSpec) -> str:
     text = (f"RoPE: q and k (never v) are rotated pair by pair; pair i turns by θ^(-2i/d) "
             f"radians per token with θ = {num(p.theta)}, so the dot product of a query and a "
             "key depends only on their distance. No parameters.")
-    if p.scaling:
+    if p.scaling and p.scaling.kind == "longrope":
+        text += (f" LongRoPE scaling ×{num(p.scaling.factor)}: each pair is slowed by its own "
+                 f"short factor up to {p.scaling.original_max_seq_len:,} tokens and its own "
+                 "long factor past them, chosen per forward call by its last position (the "
+                 "table below).")
+    elif p.scaling:
         text += (f" {SCALING_NAMES[p.scaling.kind]} scaling ×{num(p.scaling.factor)} stretches "
                  "the slow pairs for a longer context (the table below).")
     return text

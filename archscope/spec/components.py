@@ -1,5 +1,5 @@
-"""The spec's components: norm, position (RoPE and its scaling) and FFN (attention is in
-`attention`, the MoE router in `router`).
+"""The spec's components: norm and FFN (attention is in `attention`, the MoE router in
+`router`, position (RoPE and its scaling) in `position`).
 
 Frozen dataclasses whose field names are the YAML keys (DESIGN.md section 2). Only facts are
 stored; anything derived (group size, MLA q/k head dim) is a property. Each class checks its own
@@ -15,10 +15,11 @@ from archscope.errors import SpecError
 from archscope.spec.checks import absent_unless, one_spelling, positive, require
 # the router is its own module; its names stay importable from here, beside the FFN's
 from archscope.spec.router import RouterMethod, RouterScoring, RouterSpec, RouterWeights  # noqa: F401
+# the position's specs live in spec/position.py; named here too, beside the other components
+from archscope.spec.position import (PositionKind, PositionSpec, ScalingKind,  # noqa: F401
+                                     ScalingSpec)
 
 NormKind = Literal["layernorm", "rmsnorm"]
-PositionKind = Literal["learned", "rope", "none"]
-ScalingKind = Literal["llama3", "yarn", "linear"]
 FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
 # quick_gelu: x * sigmoid(1.702 x) (transformers' ACT2FN name; gpt-oss's experts' gate)
 Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu"]
@@ -96,66 +97,6 @@ class NormSpec:
     @property
     def has_bias(self) -> bool:
         return self.kind == "layernorm" and self.bias is not False and self.has_weight
-
-
-@dataclass(frozen=True)
-class ScalingSpec:
-    """RoPE frequency scaling. Field names follow HF's `rope_scaling` / `rope_parameters`."""
-
-    kind: ScalingKind
-    factor: float
-    original_max_seq_len: int | None = None  # HF original_max_position_embeddings
-    low_freq_factor: float | None = None  # llama3
-    high_freq_factor: float | None = None  # llama3
-    beta_fast: float | None = None  # yarn
-    beta_slow: float | None = None  # yarn
-    mscale: float | None = None  # yarn (DeepSeek)
-    mscale_all_dim: float | None = None  # yarn (DeepSeek)
-    # yarn: round the correction range out to whole dimensions (floor/ceil). null: true, as
-    # transformers' default; gpt-oss sets false (the fractional range, unrounded)
-    truncate: bool | None = None
-
-    def validate(self) -> None:
-        positive(self, "factor", "original_max_seq_len", "low_freq_factor", "high_freq_factor")
-        if self.kind == "llama3":
-            for name in ("original_max_seq_len", "low_freq_factor", "high_freq_factor"):
-                require(getattr(self, name) is not None, name, "required for llama3 scaling")
-            require(self.high_freq_factor > self.low_freq_factor, "high_freq_factor",
-                    "must be larger than low_freq_factor")
-        if self.kind == "yarn":
-            require(self.original_max_seq_len is not None, "original_max_seq_len",
-                    "required for yarn scaling")
-        if self.kind != "yarn":
-            for name in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"):
-                absent_unless(self, "kind", "yarn", name)
-        if self.kind != "llama3":
-            absent_unless(self, "kind", "llama3", "low_freq_factor", "high_freq_factor")
-
-
-@dataclass(frozen=True)
-class PositionSpec:
-    kind: PositionKind
-    theta: float | None = None
-    scaling: ScalingSpec | None = None
-    # true: RoPE rotates adjacent pairs (x0, x1), (x2, x3), ... (Llama 4's complex product);
-    # null or false: the pairs (x_i, x_{i+dim/2}) of Llama's rotate_half. MLA's decoupled key
-    # always rotates adjacent pairs, whatever this says.
-    interleaved: bool | None = None
-    # true: each pair turns by -position * frequency, the other way round (nanochat's
-    # rotate_half with its signs flipped: x * cos - rotate_half(x) * sin). q.k then sees the
-    # relative position negated, a different network. null or false: Llama's direction
-    reversed: bool | None = None
-
-    def __post_init__(self) -> None:
-        one_spelling(self, "interleaved")
-        one_spelling(self, "reversed")
-
-    def validate(self) -> None:
-        if self.kind == "rope":
-            require(self.theta is not None, "theta", "required when kind is 'rope'")
-            positive(self, "theta")
-        else:
-            absent_unless(self, "kind", "rope", "theta", "scaling", "interleaved", "reversed")
 
 
 # Kinds whose activation is part of their definition: the spec's `activation` defaults to it

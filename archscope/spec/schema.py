@@ -136,6 +136,7 @@ class ModelSpec:
                             f"{layer.attention.rotary_fraction}, the model "
                             f"{self.attention.rotary_fraction}: one RoPE table serves every "
                             "layer, so it is set model-wide only", key="layers")
+        layer.position.check_pairs(layer.attention.rotary_dim // 2)  # longrope's factors
         if layer.attention.rotary_fraction and self.position.kind != "rope":
             raise SpecError(f"rotary_fraction rotates part of each head, but position.kind "
                             f"is {self.position.kind!r}: leave it out",

@@ -37,6 +37,11 @@ class FamilyCase:
     # the cached decode's, where a recurrent state sums in another order than the reference's
     # chunked scan (transformers' full-sequence forward) and rounding grows along the steps
     decode_tolerance: float = 1e-4
+    # the cached decode is compared with transformers' own cached decode (same prefill, then a
+    # token a call), not with its full forward: where a call's RoPE depends on the call (Phi-3's
+    # longrope picks short or long factors by the call's last position), keys cached before
+    # the switch keep the short rotation and the two legitimately differ
+    stepwise_reference: bool = False
     # estimated prefill FLOPs less what FlopCounterMode counts over transformers' eager model,
     # where the two differ by design: (spec, batch, tokens) -> FLOPs
     flops_gap: Callable | None = None
@@ -102,6 +107,10 @@ _MROPE = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [4, 2, 2],
           "mrope_interleaved": True}
 _QWEN3_VL_VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                         out_hidden_size=64, deepstack_visual_indexes=[0])
+# LongRoPE over half of each 16-dim head (4 pairs) from an 8-token original context, so the
+# cached decode (5-token prefill, 13 steps) switches from the short factors to the long ones
+_LONGROPE = dict(rope_type="longrope", rope_theta=1e4, partial_rotary_factor=0.5,
+                 short_factor=[1.0, 1.3, 2.1, 3.7], long_factor=[1.1, 2.5, 6.0, 14.0])
 _MAMBA = dict(mamba_n_heads=4, mamba_d_head=32, mamba_expand=2, mamba_d_state=8,
               mamba_n_groups=2, mamba_d_conv=4, mamba_chunk_size=8)
 
@@ -375,4 +384,19 @@ FAMILY_CASES = [
                                   moe_shared_expert_intermediate_size=48, moe_latent_size=40,
                                   n_group=1, topk_group=1, norm_topk_prob=False),
                name="nemotron_h-latent-moe", prepare=random_correction_bias),
+    # factor derived (64 / 8) and so the attention factor (sqrt(1 + ln 8 / ln 8)); the decode
+    # switches at its 4th step (position 8), as transformers' own cached decode does; a window
+    # past the context (Phi-4-mini's 262144 at 131072) masks nothing and reads as none
+    FamilyCase("phi3", dict(SHAPE, original_max_position_embeddings=8, rope_parameters=_LONGROPE,
+                            sliding_window=100, **NO_IDS),
+               name="phi3-longrope-partial", stepwise_reference=True),
+    # factor and attention factor given, 3/4 of each head (6 pairs), a window, and a 4-token
+    # original context the 5-token prefill is already past: every call takes the long factors,
+    # so the reference stays transformers' full forward
+    FamilyCase("phi3", dict(SHAPE, original_max_position_embeddings=4, sliding_window=6,
+                            rope_parameters=dict(_LONGROPE, factor=3.0, attention_factor=1.25,
+                                                 partial_rotary_factor=0.75,
+                                                 short_factor=[1.0, 1.2, 1.5, 2.0, 3.0, 4.0],
+                                                 long_factor=[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
+                            **NO_IDS), name="phi3-longrope-given-factors"),
 ]

@@ -98,6 +98,20 @@ def _layer_count(spec: ModelSpec) -> int:
     return spec.n_layers if named and max(named) >= 6 else 6
 
 
+def _shrink_longrope(m: dict) -> None:
+    """LongRoPE's factors, one per rotated pair: as many of them, evenly spaced, as the shrunk
+    head rotates pairs (the first and last kept)."""
+    scaling = m.get("position", {}).get("scaling") or {}
+    if scaling.get("kind") != "longrope":
+        return
+    fraction = m["attention"].get("rotary_fraction") or 1.0
+    pairs = int(m["attention"]["head_dim"] * fraction) // 2
+    for name in ("short_factor", "long_factor"):
+        factors = scaling[name]
+        picked = [round(i * (len(factors) - 1) / max(pairs - 1, 1)) for i in range(pairs)]
+        scaling[name] = [factors[i] for i in picked]
+
+
 def shrink(spec: ModelSpec) -> ModelSpec:
     m = to_mapping(spec)
     m.update(vocab_size=96, d_model=32, n_layers=_layer_count(spec), max_seq_len=64)
@@ -106,6 +120,7 @@ def shrink(spec: ModelSpec) -> ModelSpec:
     heads = spec.attention.n_heads
     m["attention"] = _shrink_attention(m["attention"], heads)
     m["ffn"] = _shrink_ffn(m["ffn"])
+    _shrink_longrope(m)
     mults = m.get("multipliers") or {}
     if mults.get("embedding") == spec.d_model ** 0.5:  # Gemma's sqrt(d_model): still that
         mults["embedding"] = m["d_model"] ** 0.5

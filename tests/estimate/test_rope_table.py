@@ -57,3 +57,21 @@ def test_every_kind_explains_every_preset():
                                  (layer.state, mixer_kind)):
                 if comp is not None:
                     assert lookup(comp.kind).explain(comp, spec.d_model)
+
+
+def test_longrope_table_is_the_long_rotation():
+    """A LongRoPE table's scaled frequencies are the ones nn/rope.py rotates with past the
+    original context (the long factors'), its bands the short and long factors' spans."""
+    from archscope.nn.rope import longrope_inv_freq
+    from parity import tiny_spec
+
+    spec = tiny_spec(position=dict(kind="rope", theta=1e4, scaling=dict(
+        kind="longrope", factor=8.0, original_max_seq_len=8,
+        short_factor=[1.0, 1.3, 2.1, 3.7, 4.0, 5.0, 6.0, 7.5],
+        long_factor=[1.1, 2.5, 6.0, 14.0, 20.0, 30.0, 40.0, 60.0])))
+    s, dim = spec.position.scaling, spec.attention.rotary_dim
+    pairs, bands = rope_table(dim, 1e4, s)
+    assert [q.scaled for q in pairs] == pytest.approx(
+        longrope_inv_freq(dim, 1e4, s.long_factor).tolist(), rel=1e-6)
+    assert [q.base / q.scaled for q in pairs] == pytest.approx(list(s.long_factor))
+    assert bands.spans == (1.0, 7.5, 1.1, 60.0, pytest.approx((1 + 1) ** 0.5))

@@ -102,3 +102,53 @@ def test_make_checkpoint_then_transformers_and_generate(run_cli, tmp_path):
                              "--new-tokens", "4", "Hello")
     assert code == 0, err
     assert "phi-4 on cpu" in err and "4 new" in err
+
+
+LONGROPE = dict(
+    max_seq_len=64, attention=dict(rotary_fraction=0.5, fused_qkv=True),  # 4 rotated pairs
+    ffn=dict(fused_gate_up=True),
+    position=dict(kind="rope", theta=1e4, scaling=dict(
+        kind="longrope", factor=8.0, original_max_seq_len=8,
+        short_factor=[1.0, 1.3, 2.1, 3.7], long_factor=[1.1, 2.5, 6.0, 14.0])))
+
+
+@pytest.mark.slow
+def test_longrope_switches_per_call_with_the_length_on_the_device():
+    """LongRoPE's short/long choice is made on the device when the cache holds its length there
+    (a captured decode step, where the host knows only a bound on the positions): the same
+    logits as the host-length decode across the switch at position 8. And the choice is per
+    call: that decode (short factors up to position 7, keys cached so) is far from the full
+    forward (long factors throughout), as transformers' own decode is (conformance suite)."""
+    from archscope.nn import build_model
+    from parity import decode_stepwise, randomised
+
+    model = randomised(build_model(tiny_spec(**LONGROPE)))
+    ids = torch.randint(0, 97, (2, 18), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        host = decode_stepwise(model, ids, prefill=5)
+        cache = model.new_cache(2, 18)
+        held = [model(ids[:, :5], cache)]
+        cache.keep_length_on_device()
+        held += [model(ids[:, i:i + 1], cache) for i in range(5, 18)]
+        full = model(ids)
+    assert max_diff(torch.cat(held, dim=1), host) < TOL  # masked slots: another summation
+    assert max_diff(host, full) > 1e-2
+
+
+@pytest.mark.slow
+def test_longrope_compiled_step_switches_as_the_eager_decode():
+    """torch.compile of the fixed-shape step (fullgraph: no host read of a position) takes the
+    long factors from the same step as the eager decode: the same logits across the switch."""
+    from archscope.measure.fast import compiled_step
+    from archscope.nn import build_model
+    from parity import decode_stepwise, randomised
+
+    model = randomised(build_model(tiny_spec(**LONGROPE)))
+    ids = torch.randint(0, 97, (2, 18), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        host = decode_stepwise(model, ids, prefill=5)[:, 4:]  # each step's next-token logits
+        cache = model.new_cache(2, 18)
+        compiled = [model(ids[:, :5], cache)[:, -1]]
+        step = compiled_step(model)
+        compiled += [step(ids[:, i:i + 1], cache) for i in range(5, 18)]
+    assert max_diff(torch.stack(compiled, dim=1), host) < TOL

@@ -1,8 +1,9 @@
 """HF config.json interop for phi3: Phi-4's published config.json imports to the phi-4 preset
 (both copies: sliding_window null or 16384, the same network at its context), transformers'
 own Phi3 config imports with both fusions, a spec round-trips through config.json to the same
-transformers network, phi3 is written only when the fusion fields say so, and what archscope
-does not model (longrope, partial RoPE) is refused naming the key.
+transformers network, phi3 is written only when the fusion fields say so, longrope and partial
+RoPE read as Phi3Config reads them (its older spellings too), and what Phi3Config refuses or
+archscope does not read is refused naming the key.
 """
 
 import json
@@ -114,17 +115,59 @@ def test_fusions_are_for_their_kinds_only(change, key, message):
     assert err.value.key == key
 
 
-@pytest.mark.parametrize("patch, key", [
-    ({"rope_scaling": {"type": "su", "short_factor": [1.0] * 64, "long_factor": [1.0] * 64}},
-     "rope_scaling.type"),
-    ({"rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 64,
-                       "long_factor": [1.0] * 64}}, "rope_scaling.rope_type"),
-    ({"rope_scaling": {"type": "yarn", "factor": 4.0}}, "rope_scaling.type"),  # Phi3: longrope
-    ({"partial_rotary_factor": 0.75}, "partial_rotary_factor"),  # Phi-4-mini
-    ({"rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
-                          "partial_rotary_factor": 0.5}}, "rope_parameters.partial_rotary_factor"),
+def _longrope(**changes) -> dict:
+    """Phi-4's config with Phi-3.5-mini's spelling of LongRoPE (rope_scaling, the original
+    context at the top level) over 3/4 of each 128-dim head: 48 pairs."""
+    scaling = {"type": "longrope", "short_factor": [1.0 + i / 10 for i in range(48)],
+               "long_factor": [2.0 + i for i in range(48)]}
+    return {**PHI4, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+            "partial_rotary_factor": 0.75, "rope_scaling": scaling, **changes}
+
+
+@pytest.mark.parametrize("kind", ["su", "longrope", "yarn"])
+def test_longrope_and_partial_rotation_read_as_phi3config_reads_them(kind, tmp_path):
+    """su, yarn and longrope are longrope; the original context is the top level's, but for su
+    the dict's (Phi3Config copies the top level's over the dict's before it renames su); the
+    factor is max_position_embeddings / that when the dict has none; partial_rotary_factor is
+    read from the top level: each as transformers' own Phi3Config standardises the same file."""
+    raw = _longrope(rope_scaling={**_longrope()["rope_scaling"], "type": kind,
+                                  "original_max_position_embeddings": 2048})
+    spec = load_spec(write_config(tmp_path / "p", raw))
+    theirs = AutoConfig.from_pretrained(tmp_path / "p").rope_parameters
+    s = spec.position.scaling
+    assert (s.kind, s.original_max_seq_len) == (theirs["rope_type"],
+                                                theirs["original_max_position_embeddings"])
+    assert s.original_max_seq_len == (2048 if kind == "su" else 4096)
+    assert s.factor == raw["max_position_embeddings"] / s.original_max_seq_len
+    assert spec.attention.rotary_fraction == theirs["partial_rotary_factor"] == 0.75
+    assert list(s.short_factor) == theirs["short_factor"] and s.attention_factor is None
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"type": "dynamic", "factor": 2.0}, "rope_scaling.type"),  # Phi3Config: longrope only
+    ({"short_factor": [1.0] * 64}, "rope_scaling.short_factor"),  # 48 pairs, not 64
+    ({"long_factor": None}, "rope_scaling.long_factor"),
+    ({"long_factor": [1.0] * 47 + ["x"]}, "rope_scaling.long_factor[47]"),
+    ({"long_factor": [1.0] * 47 + [0.0]}, "rope_scaling.long_factor[47]"),
+    ({"mscale": 1.2}, "rope_scaling.mscale"),  # Phi-3-small's key: no Phi3 reads it
+    ({"type": "su"}, "rope_scaling.original_max_position_embeddings"),  # su: the dict's
 ])
-def test_what_archscope_does_not_model_is_refused_naming_the_key(patch, key, tmp_path):
+def test_a_longrope_phi3config_refuses_or_archscope_cannot_read_names_the_key(change, key,
+                                                                              tmp_path):
+    raw = _longrope()
+    raw["rope_scaling"] = {k: v for k, v in {**raw["rope_scaling"], **change}.items()
+                           if v is not None}
     with pytest.raises(SpecError) as err:
-        load_spec(write_config(tmp_path / "p", {**PHI4, **patch}))
+        load_spec(write_config(tmp_path / "p", raw))
     assert err.value.key == key
+
+
+def test_longrope_with_head_dim_apart_from_the_width_is_refused(tmp_path):
+    """Phi3Config checks the factors' length against hidden_size // num_attention_heads, its
+    rotary embedding uses head_dim: only where they agree does transformers run it."""
+    raw = _longrope(head_dim=64, partial_rotary_factor=1.5 * 0.5)  # 48 rotated dims: 24 pairs
+    raw["rope_scaling"] = {**raw["rope_scaling"], "short_factor": [1.0] * 24,
+                           "long_factor": [1.0] * 24}
+    with pytest.raises(SpecError) as err:
+        load_spec(write_config(tmp_path / "p", raw))
+    assert err.value.key == "head_dim"

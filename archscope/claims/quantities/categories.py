@@ -108,7 +108,8 @@ def position_scheme(spec):
     p = spec.position
     parts = [{"rope": "RoPE", "learned": "learned", "none": "none"}[p.kind]]
     if p.kind == "rope" and p.scaling:
-        parts.append({"yarn": "YaRN", "llama3": "llama3", "linear": "linear"}[p.scaling.kind])
+        parts.append({"yarn": "YaRN", "llama3": "llama3", "linear": "linear",
+                      "longrope": "LongRoPE"}[p.scaling.kind])
     if _windowed(spec):
         parts.append("SWA")
     return Category.of("+".join(parts), *parts)

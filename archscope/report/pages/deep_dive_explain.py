@@ -55,6 +55,12 @@ def rope_table(r: dict) -> str:
         lead += (f" YaRN ×{num(b['factor'])} from {commas(b['original_context'])} tokens: pairs "
                  f"under {num(b['ramp'][0])} kept ({c['high']}), over {num(b['ramp'][1])} slowed "
                  f"({c['low']}), a ramp between ({c['medium']}).")
+    elif b and b["kind"] == "longrope":
+        lo, hi, long_lo, long_hi, attn = b["spans"]
+        span = lambda a, z: f"{num(a)}×" if a == z else f"{num(a)}–{num(z)}×"  # noqa: E731
+        lead += (f" LongRoPE from {commas(b['original_context'])} tokens: each pair slowed by "
+                 f"its own factor, {span(lo, hi)} up to that length, {span(long_lo, long_hi)} "
+                 f"past it (the table's), cos and sin ×{attn:.4f}.")
     elif b:
         lead += f" {b['kind']} scaling: every pair slowed {num(b['factor'])}×."
     return lead + "\n\n" + table(r["pairs"], cols)

@@ -93,6 +93,13 @@ def rope(r: dict) -> tuple[str, str]:
         lines = [f"YaRN ×{num(b['factor'])} from {commas(b['original_context'])}: pairs below "
                  f"{num(b['ramp'][0])} kept, above {num(b['ramp'][1])} divided by "
                  f"{num(b['factor'])}, a linear ramp between."]
+    elif b and b["kind"] == "longrope":
+        lo, hi, long_lo, long_hi, attn = b["spans"]
+        span = lambda a, z: num(a) if a == z else f"{num(a)}–{num(z)}"  # noqa: E731
+        lines = [f"LongRoPE ×{num(b['factor'])} from {commas(b['original_context'])}: each pair "
+                 f"divided by its own factor, {span(lo, hi)} up to that length and "
+                 f"{span(long_lo, long_hi)} past it (the scaled column), cos and sin "
+                 f"×{attn:.4f}."]
     body = "\n".join(lines) + "\n\n" + table(r["pairs"], cols)
     note = ("pair i turns θ^(-2i/d) radians per token; wavelength = 2π / frequency "
             "(estimate/rope.py, checked against the rotation nn/rope.py applies).")
