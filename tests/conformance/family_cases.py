@@ -318,4 +318,9 @@ FAMILY_CASES = [
     FamilyCase("nemotron", dict(SHAPE, attention_bias=True, mlp_bias=True, **NO_IDS)),
     FamilyCase("nanochat", dict(SHAPE, attention_bias=True, final_logit_softcapping=3.0,
                                 **NO_IDS)),
+    # the NTK-alpha RoPE (Hunyuan's published "dynamic" with alpha: a larger fixed base)
+    FamilyCase("hunyuan_v1_dense", dict(SHAPE, attention_bias=True,
+                                        rope_parameters={"rope_type": "dynamic", "alpha": 8.0,
+                                                         "factor": 1.0,
+                                                         "rope_theta": 10000.0})),
 ]
