@@ -323,4 +323,12 @@ FAMILY_CASES = [
                                         rope_parameters={"rope_type": "dynamic", "alpha": 8.0,
                                                          "factor": 1.0,
                                                          "rope_theta": 10000.0})),
+    # moe_topk per layer; the published keys transformers' class leaves unread, at the
+    # values it builds (moe_intermediate_size = intermediate_size, one shared MLP)
+    FamilyCase("hunyuan_v1_moe", dict(SHAPE, num_experts=4, moe_topk=[2, 3],
+                                      moe_intermediate_size=[96, 96], num_shared_expert=[1, 1],
+                                      use_mixed_mlp_moe=True, use_qk_norm=True,
+                                      rope_parameters={"rope_type": "dynamic", "alpha": 8.0,
+                                                       "factor": 1.0,
+                                                       "rope_theta": 10000.0})),
 ]
