@@ -4,7 +4,9 @@ q_norm and k_norm) AFTER RoPE (attention.qk_norm head, qk_norm_after_rope), alwa
 reads no switch. attention_bias covers q, k, v and o_proj; the MLP has no bias.
 
 The class takes head_dim as it is (its attention and its NTK-alpha RoPE read config.head_dim):
-null is refused. Its RoPE: a "dynamic" rope_type with an `alpha` is NTK scaling with a fixed
+null is refused, unless the file gives attention_head_dim, Tencent's own name for it (their
+published configs say attention_head_dim and no head_dim; transformers reads only head_dim, and
+cannot build such a file as it is). Its RoPE: a "dynamic" rope_type with an `alpha` is NTK scaling with a fixed
 alpha, which only enlarges the base, rope_theta * alpha ** (head_dim / (head_dim - 2)): read as
 plain RoPE of that base (the other keys of that section are unused by it); other RoPE types as
 Llama's.
@@ -45,21 +47,34 @@ def _without_rope(c: Keys) -> Keys:
     return keys
 
 
-def read(c: Keys) -> dict:
-    """Llama's keys (attention_bias on q, k, v and o), head_dim required, the NTK-alpha RoPE,
-    the QK-norm after RoPE (see the module doc); Hunyuan's MoE starts from it."""
+def _head_dim(c: Keys) -> int:
+    """head_dim, or Tencent's own name for it, attention_head_dim, where head_dim is absent or
+    null (Tencent's published configs; transformers' class cannot run without head_dim)."""
     head_dim = c.size("head_dim", null=True)
-    if head_dim is None:
+    named = c.raw.get("attention_head_dim")
+    if named is not None:
+        named = c.size("attention_head_dim", value=named)
+        if head_dim is not None and head_dim != named:
+            raise c.error("attention_head_dim", f"is {named}, but head_dim is {head_dim}: "
+                                                "two head sizes")
+    if head_dim is None and named is None:
         raise c.error("head_dim", "is null: transformers' Hunyuan classes take head_dim as it "
                                   "is (their attention and RoPE read config.head_dim) and "
                                   "cannot be built without it")
-    alpha = _alpha(c)
+    return head_dim or named
+
+
+def read(c: Keys) -> dict:
+    """Llama's keys (attention_bias on q, k, v and o), head_dim required, the NTK-alpha RoPE,
+    the QK-norm after RoPE (see the module doc); Hunyuan's MoE starts from it."""
+    head_dim = _head_dim(c)
+    alpha, attention = _alpha(c), {**ATTENTION, "head_dim": head_dim}
     if alpha is None:
-        return _patch(read_llama(c, bias=("attention_bias",)), attention=ATTENTION)
+        return _patch(read_llama(c, bias=("attention_bias",)), attention=attention)
     key, value = alpha
     if head_dim < 3:
         raise c.error(key, f"NTK-alpha RoPE divides by head_dim - 2; head_dim is {head_dim}")
-    out = _patch(read_llama(_without_rope(c), bias=("attention_bias",)), attention=ATTENTION)
+    out = _patch(read_llama(_without_rope(c), bias=("attention_bias",)), attention=attention)
     theta = out["position"]["theta"] * value ** (head_dim / (head_dim - 2))
     return {**out, "position": {"kind": "rope", "theta": theta}}
 
