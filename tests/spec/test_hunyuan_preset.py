@@ -143,6 +143,7 @@ def test_the_qk_norm_after_rope_needs_a_weighted_qk_norm():
     ({"moe_topk": [2]}, "moe_topk"),
     ({"head_dim": None}, "head_dim"),
     ({"attention_head_dim": 8}, "attention_head_dim"),
+    ({"mlp_bias": True}, "mlp_bias"),
 ])
 def test_what_transformers_class_would_build_otherwise_is_refused(change, key, tmp_path):
     with pytest.raises(SpecError) as err:

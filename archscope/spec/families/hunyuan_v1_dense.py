@@ -1,7 +1,8 @@
 """Hunyuan dense (transformers' `hunyuan_v1_dense`, HunYuanDenseV1ForCausalLM, Hunyuan-7B):
 Llama + a per-head RMSNorm of q and of k with a weight (query_layernorm, key_layernorm, our
 q_norm and k_norm) AFTER RoPE (attention.qk_norm head, qk_norm_after_rope), always: the class
-reads no switch. attention_bias covers q, k, v and o_proj; the MLP has no bias.
+reads no switch. attention_bias covers q, k, v and o_proj; the MLP has no bias (mlp_bias
+true, which the class ignores, is refused).
 
 The class takes head_dim as it is (its attention and its NTK-alpha RoPE read config.head_dim):
 null is refused, unless the file gives attention_head_dim, Tencent's own name for it (their
@@ -68,6 +69,9 @@ def read(c: Keys) -> dict:
     """Llama's keys (attention_bias on q, k, v and o), head_dim required, the NTK-alpha RoPE,
     the QK-norm after RoPE (see the module doc); Hunyuan's MoE starts from it."""
     head_dim = _head_dim(c)
+    if c.raw.get("mlp_bias") is not None and c.flag("mlp_bias"):  # the class reads no switch
+        raise c.error("mlp_bias", "true describes MLP biases; transformers' Hunyuan MLPs have "
+                                  "none")
     alpha, attention = _alpha(c), {**ATTENTION, "head_dim": head_dim}
     if alpha is None:
         return _patch(read_llama(c, bias=("attention_bias",)), attention=attention)

@@ -7,9 +7,9 @@ renormalised, and one always-on shared MLP (`shared_mlp`) of intermediate_size a
 Keys of the published configs that transformers' class does not read are read here to check
 that the class builds what they describe, and refused where it would not (naming the key):
 moe_intermediate_size and num_shared_expert (one number or one per layer) must be
-intermediate_size and 1, use_mixed_mlp_moe and use_qk_norm must not be false, use_cla (cross-
-layer KV sharing) not true, moe_layer_num_skipped 0, routed_scaling_factor 1, mlp_bias false,
-norm_topk_prob and use_rotary_pos_emb not false, use_mla not true.
+intermediate_size and 1; use_mixed_mlp_moe, use_qk_norm, norm_topk_prob and use_rotary_pos_emb
+not false; use_cla (cross-layer KV sharing) and use_mla not true; moe_layer_num_skipped 0,
+routed_scaling_factor 1 (and, as Hunyuan dense's, mlp_bias not true).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ _UNREAD = {"use_mixed_mlp_moe": (True, "without the shared MLP (use_mixed_mlp_mo
                                         "every layer MoE"),
            "routed_scaling_factor": (1.0, "with the routed experts scaled; transformers' router "
                                           "does not scale them"),
-           "mlp_bias": (False, "with MLP biases; transformers' Hunyuan MLPs have none"),
            "norm_topk_prob": (True, "with the top-k weights left unnormalised; transformers' "
                                     "router always renormalises them"),
            "use_mla": (False, "with latent attention (MLA); transformers' class builds GQA"),
