@@ -7,7 +7,8 @@ matmul) normalise q and k before RoPE: `head` over each head's head_dim (Qwen3: 
 head_dim), `per_head` over each head with a weight row per head (Cohere: n_heads x head_dim and
 n_kv_heads x head_dim), `full` over the whole projection (OLMo 2: n_heads*head_dim and
 n_kv_heads*head_dim); RMSNorms, or LayerNorms with attention.qk_norm_kind layernorm (Cohere,
-Phi-2), with a bias as large as the weight where attention.qk_norm_bias says (Phi-2).
+Phi-2), with a bias as large as the weight where attention.qk_norm_bias says (Phi-2); after
+RoPE instead where attention.qk_norm_after_rope says (Hunyuan; the same weights).
 With attention.rope false the layer is NoPE (SmolLM3): q and k are not rotated (no weights
 change); attention.rotary_fraction rotates only the first dims of each head (GLM-4.5; none
 change either). With attention.sinks (gpt-oss) each query head has one learned logit that
@@ -92,7 +93,8 @@ def qk_text(attn, lead: str = ", ") -> str:
     if attn.qk_norm:
         kind = " (LayerNorm" + (" with bias)" if attn.qk_norm_bias else ")")
         text += lead + QK_NORM_TEXT[attn.qk_norm] + (
-            kind if attn.qk_norm_kind == "layernorm" else "")
+            kind if attn.qk_norm_kind == "layernorm" else "") + (
+            " after RoPE" if attn.qk_norm_after_rope else "")
     text += lead + "attention sinks" if attn.sinks else ""
     text += lead + "sigmoid output gate" if attn.output_gate else ""
     text += f"{lead}logits soft-capped at {attn.softcap:g}" if attn.softcap else ""
@@ -124,7 +126,8 @@ def title(a) -> str:
 
 
 def _draw_qk_norm(g, a, q: str, k: str) -> tuple[str, str]:
-    """q_norm and k_norm right after the projections, before RoPE (transformers' order);
+    """q_norm and k_norm right after the projections, before RoPE (transformers' order), or
+    after RoPE where qk_norm_after_rope (the caller passes the RoPE node as `q` and `k`);
     Llama 4's weightless l2 is named on the RoPE node instead, which it follows."""
     if a.qk_norm not in QK_NORMS_WITH_WEIGHTS:
         return q, k
@@ -162,14 +165,19 @@ def draw(g, spec, a):
     gated += "attn_sub_norm (RMSNorm), then " if a.sub_norm else ""
     o = g.node("o_proj", f"{gated}o_proj{bias_text(a.has_out_bias)}<br/>{a.n_heads}×{hd} → {d}")
     entry = list(dict.fromkeys([q, k, v]))
-    q, k = _draw_qk_norm(g, a, q, k)
-    if spec.position.kind == "rope" and a.rope:  # a NoPE layer: no rotation node
+    rotated = spec.position.kind == "rope" and a.rope  # a NoPE layer: no rotation node
+    if not (rotated and a.qk_norm_after_rope):
+        q, k = _draw_qk_norm(g, a, q, k)
+    if rotated:
         l2 = ", then L2 norm" if a.qk_norm == "l2" else ""
         rope = g.node("rope", f"{rope_text(spec)}<br/>on q and k{l2}")
         g.edge(q, rope, "q")
         g.edge(k, rope, "k")
-        g.edge(rope, sdpa, "q")
-        g.edge(rope, cache, "k")
+        q = k = rope
+        if a.qk_norm_after_rope:
+            q, k = _draw_qk_norm(g, a, rope, rope)
+        g.edge(q, sdpa, "q")
+        g.edge(k, cache, "k")
     else:
         g.edge(q, sdpa, "q")
         g.edge(k, cache, "k")

@@ -3,7 +3,8 @@ or chunk (Llama 4), RoPE on q and k unless the layer is NoPE (attention.rope fal
 on half-split or adjacent pairs (position.interleaved, Llama 4) and on part of each head
 (attention.rotary_fraction, GLM-4.5), an optional norm of q and k (QK-norm: RMSNorm per head as
 in Qwen3, full width as in OLMo 2, a LayerNorm per head as in Phi-2 or with a weight row per
-head as in Cohere, before RoPE; Llama 4's weightless l2 per head, after RoPE),
+head as in Cohere, before RoPE or after it as in Hunyuan; Llama 4's weightless l2 per head, after
+RoPE),
 Llama 4's temperature tuning of q on NoPE layers, q, k and v from one fused projection or three
 (Phi-3's qkv_proj, Llama's q/k/v_proj), optional attention sinks (gpt-oss: a learned logit
 per head in the softmax's denominator), a soft cap on the logits (Gemma 2), q/k/v clamped
@@ -144,6 +145,7 @@ class GQAAttention(nn.Module):
         qk = attn.qk_norm in QK_NORMS_WITH_WEIGHTS
         self.q_norm = qk_norm(spec.norm, attn, h, self.q_norm_width) if qk else nn.Identity()
         self.k_norm = qk_norm(spec.norm, attn, hkv, self.k_norm_width) if qk else nn.Identity()
+        self.norm_after_rope = bool(attn.qk_norm_after_rope)  # Hunyuan's order
         # Llama 4's l2 norm has no weight and follows RoPE (transformers' order), so it is a
         # module outside the q_norm/k_norm slots, which hold weights and precede RoPE
         self.l2_norm = L2Norm(spec.norm.eps) if attn.qk_norm == "l2" else nn.Identity()
@@ -161,10 +163,18 @@ class GQAAttention(nn.Module):
                               if attn.sub_norm else nn.Identity())
 
     def _heads(self, y, heads: int, norm: nn.Module, width: int):
-        """[B, T, heads*head_dim] -> [B, heads, T, head_dim], normed in groups of `width`."""
+        """[B, T, heads*head_dim] -> [B, heads, T, head_dim], normed in groups of `width`
+        (unless the norm follows RoPE)."""
         b, t, _ = y.shape
-        y = norm(y.reshape(b, t, -1, width))  # reshape: a split of qkv_proj is not contiguous
+        if not self.norm_after_rope:  # reshape: a split of qkv_proj is not contiguous
+            y = norm(y.reshape(b, t, -1, width))
         return y.reshape(b, t, heads, self.head_dim).transpose(1, 2)
+
+    def _normed(self, y, norm: nn.Module, width: int):
+        """[B, heads, T, head_dim] normed in groups of `width` (a QK-norm after RoPE)."""
+        b, heads, t, hd = y.shape
+        y = norm(y.transpose(1, 2).reshape(b, t, -1, width))
+        return y.reshape(b, t, heads, hd).transpose(1, 2)
 
     def project(self, x):
         """q, k and v, [B, T, width] each: one matmul split, or three."""
@@ -186,6 +196,9 @@ class GQAAttention(nn.Module):
         if self.rotary:
             cos, sin = rope
             q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+        if self.norm_after_rope:
+            q = self._normed(q, self.q_norm, self.q_norm_width)
+            k = self._normed(k, self.k_norm, self.k_norm_width)
         q, k = self.l2_norm(q), self.l2_norm(k)
         if self.temperature[0] is not None:
             q = self._tuned(q, start)

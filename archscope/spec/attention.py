@@ -18,7 +18,8 @@ AttentionKind = Literal["gqa", "mla"]
 # weight all heads share (Qwen3; Phi-2's qk_layernorm), over each head with a weight of its own
 # (per_head: Cohere's use_qk_norm, n_heads x head_dim and n_kv_heads x head_dim), or over the
 # whole projected width, all heads at once (OLMo 2); l2: Llama 4's weightless
-# x / sqrt(mean(x^2) + eps) over each head, AFTER RoPE (and so on RoPE layers only)
+# x / sqrt(mean(x^2) + eps) over each head, AFTER RoPE (and so on RoPE layers only). A norm
+# with a weight moves after RoPE with qk_norm_after_rope (Hunyuan's query_layernorm)
 QKNorm = Literal["head", "per_head", "full", "l2"]
 QK_NORMS_WITH_WEIGHTS = ("head", "per_head", "full")
 QKNormKind = Literal["rmsnorm", "layernorm"]
@@ -46,6 +47,10 @@ class AttentionSpec:
     # gqa: a layernorm QK-norm adds a learned bias too (Phi-2's nn.LayerNorm). null or false:
     # none (Cohere's)
     qk_norm_bias: bool | None = None
+    # gqa: the weighted QK-norm (head, per_head, full) follows RoPE instead of preceding it
+    # (Hunyuan's query_layernorm and key_layernorm). The same parameters, cache and FLOPs;
+    # another function of q and k. null or false: before RoPE.
+    qk_norm_after_rope: bool | None = None
     # gqa: q, k and v as one Linear, `qkv_proj` d -> (n_heads + 2*n_kv_heads)*head_dim, rows q
     # then k then v (Phi-3/Phi-4). The same parameters and FLOPs as three; the checkpoint and
     # the per-component breakdown hold one tensor. null or false: q_proj, k_proj, v_proj.
@@ -99,6 +104,7 @@ class AttentionSpec:
         one_spelling(self, "sinks")
         one_spelling(self, "output_gate")
         one_spelling(self, "qk_norm_bias")
+        one_spelling(self, "qk_norm_after_rope")
         if self.qk_norm_kind == "rmsnorm":
             object.__setattr__(self, "qk_norm_kind", None)  # the default: one spelling
         one_spelling(self, "sub_norm")
@@ -121,6 +127,10 @@ class AttentionSpec:
             require(self.qk_norm_kind is None, "qk_norm_kind",
                     f"describes a QK-norm with a weight (qk_norm {', '.join(QK_NORMS_WITH_WEIGHTS)}"
                     f"), here qk_norm is {self.qk_norm or 'null'}")
+        require(not self.qk_norm_after_rope or self.qk_norm in QK_NORMS_WITH_WEIGHTS,
+                "qk_norm_after_rope", "moves a QK-norm with a weight (qk_norm "
+                f"{', '.join(QK_NORMS_WITH_WEIGHTS)}) after RoPE, here qk_norm is "
+                f"{self.qk_norm or 'null'} (l2 always follows RoPE)")
         require(not self.qk_norm_bias or self.qk_norm_kind == "layernorm", "qk_norm_bias",
                 "only a layernorm QK-norm has a bias: set qk_norm_kind: layernorm")
         if self.kind == "gqa":
@@ -132,7 +142,8 @@ class AttentionSpec:
             absent_unless(self, "kind", "mla", *self.MLA_KEYS)
             self._check_rotary_fraction()
         else:
-            absent_unless(self, "kind", "gqa", "qk_norm", "qk_norm_kind", "fused_qkv", "rotary_fraction", "sinks",
+            absent_unless(self, "kind", "gqa", "qk_norm", "qk_norm_kind", "qk_norm_after_rope",
+                          "fused_qkv", "rotary_fraction", "sinks",
                           "chunk", "temperature_floor", "temperature_scale", "output_gate",
                           "softcap", "clip_qkv", "sub_norm")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "

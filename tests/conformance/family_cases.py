@@ -399,4 +399,17 @@ FAMILY_CASES = [
                                                  short_factor=[1.0, 1.2, 1.5, 2.0, 3.0, 4.0],
                                                  long_factor=[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
                             **NO_IDS), name="phi3-longrope-given-factors"),
+    # the NTK-alpha RoPE (Hunyuan's published "dynamic" with alpha: a larger fixed base)
+    FamilyCase("hunyuan_v1_dense", dict(SHAPE, attention_bias=True,
+                                        rope_parameters={"rope_type": "dynamic", "alpha": 8.0,
+                                                         "factor": 1.0,
+                                                         "rope_theta": 10000.0})),
+    # moe_topk per layer; the published keys transformers' class leaves unread, at the
+    # values it builds (moe_intermediate_size = intermediate_size, one shared MLP)
+    FamilyCase("hunyuan_v1_moe", dict(SHAPE, num_experts=4, moe_topk=[2, 3],
+                                      moe_intermediate_size=[96, 96], num_shared_expert=[1, 1],
+                                      use_mixed_mlp_moe=True, use_qk_norm=True,
+                                      rope_parameters={"rope_type": "dynamic", "alpha": 8.0,
+                                                       "factor": 1.0,
+                                                       "rope_theta": 10000.0})),
 ]

@@ -28,6 +28,8 @@ KIND_CASES = {
     "gqa-window": {"attention": {"window": 6}},
     "gqa-qk-norm-head": {"attention": {"qk_norm": "head"}},
     "gqa-qk-norm-full": {"attention": {"qk_norm": "full"}, "norm": {"position": "output"}},
+    # Hunyuan's query_layernorm/key_layernorm: the per-head RMSNorm after RoPE
+    "gqa-qk-norm-after-rope": {"attention": {"qk_norm": "head", "qk_norm_after_rope": True}},
     "gqa-sinks": {"attention": {"sinks": True, "bias": True}},
     "gqa-output-gate-partial-rope": {"attention": {"output_gate": True, "rotary_fraction": 0.5}},
     "gqa-chunk-l2-interleaved": {"attention": {"chunk": 4, "qk_norm": "l2"},
