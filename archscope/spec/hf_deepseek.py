@@ -54,7 +54,8 @@ def read_deepseek_v2(c: Keys, moe=_deepseek_moe, mlp_bias: bool | None = None) -
     # Llama's skeleton + MLA + MoE after some dense layers
     base = _base(c)
     heads = c.size("num_attention_heads")
-    _divides(c, "hidden_size", "num_attention_heads", base["d_model"], heads)
+    if c.model_type == "deepseek_v2":  # DeepseekV3Config accepts any width (MLA needs none)
+        _divides(c, "hidden_size", "num_attention_heads", base["d_model"], heads)
     mla = {"q_lora_rank": c.size("q_lora_rank", null=True)}
     mla.update({key: c.size(key) for key in ("kv_lora_rank", "qk_nope_head_dim",
                                              "qk_rope_head_dim", "v_head_dim")})

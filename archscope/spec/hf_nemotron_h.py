@@ -18,7 +18,8 @@ the model's `mixer` (mamba2) with `layers` overrides: M layers `ffn: none`, * la
 
 Read by no module, so neither read nor written: residual_in_fp32, rescale_prenorm_residual,
 expand, time_step_max/floor/limit, mamba_proj_bias, mamba_ssm_cache_dtype, attention_bias,
-sliding_window, num_hidden_layers (the pattern's length counts the layers), and
+sliding_window (checked as a window all the same), num_hidden_layers (the pattern's length
+counts the layers; a file that gives both must make them agree), and
 attention_head_dim (older files' spelling; head_dim is what the class reads). MoE layers (E)
 are refused: their experts are ungated squared-ReLU MLPs behind a latent projection, which
 archscope's MoE does not build.
@@ -72,6 +73,10 @@ def _layer_types(c: Keys) -> tuple[str, list[str]]:
     elif not (isinstance(value, list) and all(t in _TYPE.values() for t in value)):
         raise c.error(key, f"expected a list of {', '.join(_TYPE.values())}, {what(value)}")
     c.size(key, value=len(value))  # at least one layer, within archscope's layer limit
+    stated = c.raw.get("num_hidden_layers")
+    if stated is not None and stated != len(value):  # transformers warns, builds the pattern's
+        raise c.error("num_hidden_layers", f"{what(stated)}, but {key} lists {len(value)} "
+                                           "layers: the two must agree")
     if "moe" in value:
         raise c.error(key, f"layer {value.index('moe')} is a MoE block (E): its ungated "
                            "squared-ReLU experts behind a latent projection are not built by "
@@ -93,6 +98,7 @@ def read_nemotron_h(c: Keys) -> dict:
     if heads % kv:
         raise c.error("num_key_value_heads", f"num_attention_heads ({heads}) must be a multiple "
                                              f"of num_key_value_heads ({kv})")
+    c.size("sliding_window", null=True, fallback=None)  # unused, but a window must be one
     act = c.text("mlp_hidden_act", ("relu2", *_ACT), noun="activation")
     c.text("mamba_hidden_act", ("silu",), noun="activation")  # the conv's: the spec has no key
     out = {"vocab_size": c.size("vocab_size"), "d_model": c.size("hidden_size"),

@@ -95,7 +95,8 @@ def _divides(c: Keys, width_key: str, heads_key: str, width: int, heads: int) ->
     """Refuse, as transformers' class does, heads that do not divide the width."""
     if width % heads:
         raise c.error(heads_key, f"{width_key} ({width}) is not a multiple of {heads_key} "
-                                 f"({heads}); transformers' {_CLASS[c.model_type]} refuses it")
+                                 f"({heads}); transformers' "
+                                 f"{_CLASS.get(c.model_type, 'config class')} refuses it")
 
 
 def _heads(c: Keys, width: int) -> tuple[int, int, int]:

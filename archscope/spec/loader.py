@@ -12,6 +12,7 @@ import yaml
 from archscope.errors import SpecError, quote, shorten
 from archscope.spec import limits
 from archscope.spec.fields import did_you_mean, from_mapping, to_mapping
+from archscope.spec.yaml_shape import check_yaml
 from archscope.spec.schema import ModelSpec
 
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "model_specs"
@@ -56,6 +57,15 @@ _Loader.yaml_implicit_resolvers = {
     for k, v in _Loader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+# YAML 1.1's integers less its base-60 form (`1:30` is 90) and its leading-zero octal (`017` is
+# 15): both silently change a number a person wrote (and `select: 1:30` is a slice). Such text
+# stays a string, which an integer key refuses by name.
+_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$")
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:int"]
+    for k, v in _Loader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
 
 
 def parse_yaml(text: str, where: str, key: str | None = None) -> Any:
@@ -66,7 +76,7 @@ def parse_yaml(text: str, where: str, key: str | None = None) -> Any:
     can overflow a stack), and only then is the document composed and built.
     """
     try:
-        limits.check_yaml(text, _Loader, where, key)
+        check_yaml(text, _Loader, where, key)
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a safe loader
     except SpecError:
         raise

@@ -111,6 +111,11 @@ class ModelSpec:
                 else "layers"
             raise SpecError(f"window ({w}) is larger than the context max_seq_len "
                             f"({self.max_seq_len})", key=key)
+        a = layer.attention
+        if a.rope and self.position.kind == "rope" and a.kind == "gqa" and a.rotary_dim % 2:
+            key = "attention.head_dim" if a.head_dim == self.attention.head_dim else "layers"
+            raise SpecError(f"RoPE rotates pairs of dims, so head_dim must be even, got "
+                            f"{a.head_dim}", key=key)  # torch's rotation fails at run time
         if layer.attention.kind == "mla" and self.position.kind != "rope":
             raise SpecError("MLA's decoupled key needs position.kind 'rope'", key="position.kind")
         if layer.attention.rotary_fraction != self.attention.rotary_fraction:
