@@ -5,10 +5,12 @@ all commands"; tests/cli/test_vocabulary.py checks the two agree)."""
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
+from archscope.spec import limits
 
 # What each family of commands takes as --dtype: the analytic commands price any of these
 # formats; the commands that run a network run (or write) real torch tensors.
@@ -19,6 +21,52 @@ RUN_DTYPES = ("fp32", "fp16", "bf16")
 def _or(values) -> str:
     values = list(values)
     return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
+
+
+class _Short:
+    """Bounded click types that quote a hostile value shortly (a 5,000-digit number would
+    otherwise be printed whole, or refused by int() with Python's own words)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and len(value.strip()) > 40:
+            self.fail(f"{quote(value)} is not a number in the range {self._describe_range()}.",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class Count(_Short, click.IntRange):
+    """An integer within limits the help shows (`--batch INTEGER RANGE [1<=x<=1048576]`)."""
+
+
+class Number(_Short, click.FloatRange):
+    """A finite number within limits the help shows; nan and inf are refused (a range check
+    alone lets nan through: every comparison with it is false)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+def count(low: int, high: int) -> Count:
+    return Count(low, high)
+
+
+SEQ_LEN = count(1, limits.CONTEXT_MAX)  # tokens of context (archscope/spec/limits.py)
+BATCH = count(1, limits.BATCH_MAX)
+RANKS = count(1, limits.RANKS_MAX)
+SEED = count(0, limits.SEED_MAX)
+
+
+def seq_len_option(f):
+    return click.option("--seq-len", type=SEQ_LEN, default=4096, show_default=True,
+                        help="Context length for the KV cache, decode step and prefill.")(f)
+
+
+def seed_option(default: int | None, help: str | None = None):
+    return click.option("--seed", type=SEED, default=default, show_default=default is not None,
+                        help=help or "Seed of the random weights (and of sampling).")
 
 
 def _set_option(f):
@@ -74,12 +122,12 @@ def dtype_option(allowed: tuple[str, ...] = ANALYTIC_DTYPES, *, what: str = "the
 
 
 def new_tokens_option(default: int, help: str):
-    return click.option("--new-tokens", type=click.IntRange(min=1), default=default,
-                        show_default=True, help=help)
+    return click.option("--new-tokens", type=SEQ_LEN, default=default, show_default=True,
+                        help=help)
 
 
 def batch_option(f):
-    return click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+    return click.option("--batch", type=BATCH, default=1, show_default=True,
                         help="Sequences processed together.")(f)
 
 
@@ -102,8 +150,7 @@ def mla_flops_option(choices: tuple[str, ...], help: str):
 def _estimate_options(f):
     """The conventions every analytic command shares (the record's, estimate/record.py)."""
     for option in reversed([
-        click.option("--seq-len", type=click.IntRange(min=1), default=4096, show_default=True,
-                     help="Context length for the KV cache, decode step and prefill."),
+        seq_len_option,
         batch_option,
         dtype_option(ANALYTIC_DTYPES, default="bf16"),
         dtype_option(ANALYTIC_DTYPES, name="--kv-dtype", what="the KV cache",
