@@ -9,6 +9,7 @@ import click
 
 from archscope.cli.group import cli
 from archscope.cli.options import RANKS, _echo_json, _set_option, format_option
+from archscope.spec.limits import CPU_RANKS_PER_CPU
 
 SPLIT_HELP = {"tp": "Tensor-parallel ranks (one process each) [default: 1].",
               "ep": "Expert-parallel groups: routed experts split whole over them (= --tp) "
@@ -61,20 +62,22 @@ def profile_sharded(spec, *, tp, ep, device, dtype, batch, prompt_len, new_token
                     weights, overrides, fmt) -> None:
     """`archscope profile --tp N [--ep N]`: refuse a bad split before any process starts
     (InputError, exit 2), launch the ranks, print their records beside the plan."""
+    from archscope.distributed.support import check_supported
     from archscope.errors import InputError
 
-    if device == "cpu" and tp > (os.cpu_count() or 1):  # one process (a model's copy) each
+    check_supported(spec, tp, ep)
+    cpus = os.cpu_count() or 1
+    if device == "cpu" and tp > CPU_RANKS_PER_CPU * cpus:  # a process, a model's copy each
         raise InputError(f"--tp {tp} on the CPU starts {tp} processes, one per rank; this "
-                         f"machine has {os.cpu_count() or 1} CPUs")
+                         f"machine has {cpus} CPUs, which run at most "
+                         f"{CPU_RANKS_PER_CPU * cpus} ranks")
     import torch
 
     from archscope.devices import resolve_device
     from archscope.distributed.launch import RankFailed, launch
-    from archscope.distributed.support import check_supported
     from archscope.distributed.worker import Job, run_rank
     from archscope.measure.timing import to_torch_dtype
 
-    check_supported(spec, tp, ep)
     if weights:  # every check that reads no tensor data, before any process starts
         from archscope.weights.loader import open_checkpoint
 

@@ -139,7 +139,9 @@ RANKS_MAX = 1_024
 # `plan` builds every rank's layers in turn, ~30 ms each on meta (deepseek-v3 --tp 8 --ep 8,
 # 61 layers: 488 in 18 s): --tp x n_layers at most this (fit --tp prices any split instead).
 PLAN_LAYERS_MAX = 1_024
-# `profile --tp N` on the CPU starts N processes: at most the CPUs the machine has.
+# `profile --tp N` on the CPU starts N processes, each with its copy of torch and its shards:
+# ranks may share a CPU, this many each at most.
+CPU_RANKS_PER_CPU = 4
 # Timed runs of profile (--repeats) and untimed ones before them (--warmup).
 REPEATS_MAX = 1_000
 WARMUP_MAX = 100
@@ -150,6 +152,9 @@ TEMPERATURE_MAX = 100.0
 TOP_K_MAX = INT_LIMITS["vocab_size"]
 # A chat template is a program (jinja2): one that runs longer than this is refused.
 CHAT_TEMPLATE_SECONDS = 5.0
+# A prompt's characters (as given, or as the chat template renders it): a context of 2**24
+# tokens at the usual ~4 characters a token, far beyond any command line (~2 MB).
+PROMPT_CHARS_MAX = 16_777_216
 
 # --- Input files (archscope/reads.py): regular files only, at most these bytes.
 # check-claims documents: the explainers are 20 to 120 KB; extraction is linear, ~1 s per MB.
