@@ -3,6 +3,10 @@ on stderr naming what it must, no traceback, and quick."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import subprocess
+import sys
 import time
 
 from archscope.errors import MESSAGE_MAX
@@ -25,3 +29,30 @@ def refused(run_cli, *args, words=(), seconds: float = SECONDS) -> str:
     for word in words:
         assert str(word) in line, (word, line)
     return line
+
+
+class Hung(Exception):
+    """A call that should have been refused at once was still running."""
+
+
+@contextlib.contextmanager
+def within(seconds: int = 20):
+    """Fail, rather than hang the suite, if the body blocks (a FIFO opened for reading waits
+    for a writer forever): SIGALRM interrupts the blocking system call."""
+    def handler(_signum, _frame):
+        raise Hung(f"still running after {seconds} s")
+
+    before = signal.signal(signal.SIGALRM, handler)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid

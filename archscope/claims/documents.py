@@ -25,19 +25,23 @@ from archscope.claims.quantities import get_quantity
 from archscope.claims.result import ClaimResult
 from archscope.claims.stated import StatedError, parse_stated
 from archscope.errors import InputError
+from archscope.reads import read_text
 from archscope.spec import load_spec
+from archscope.spec.limits import DOCUMENT_BYTES_MAX
 from archscope.spec.loader import parse_yaml
 
 KEYS = ("id", "document", "section", "model", "quantity", "stated", "conditions", "set", "text")
 
 
 def _read(path: Path) -> str:
+    """A document's text: a regular file (a FIFO would block, /dev/zero never end) of at most
+    DOCUMENT_BYTES_MAX, UTF-8."""
     if not path.exists():
         raise ClaimError(f"{path}: no such file or folder")
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ClaimError(f"{path}: cannot read as UTF-8 text: {err}") from None
+        return read_text(path, DOCUMENT_BYTES_MAX, "document")
+    except InputError as err:
+        raise ClaimError(str(err)) from None
 
 
 def _is_transcription(path: Path, text: str) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from archscope.errors import SpecError, quote
+from archscope.reads import check_regular, is_regular
 from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, hf_key, what
 from archscope.spec.hf_readers import READERS
 from archscope.spec.hf_readers_base import _FIXED
@@ -48,6 +49,8 @@ def read_hf_config(path: str | Path) -> HFImport:
         if file.is_dir():
             file = file / "config.json"
             where = str(file)
+        if file.exists() and not is_regular(file):  # a FIFO would block the open below
+            check_regular(file, "config.json")
         with file.open("rb") as handle:
             data = handle.read(JSON_BYTES_MAX + 1)
     except OSError as err:

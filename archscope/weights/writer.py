@@ -27,7 +27,7 @@ import torch
 from archscope.errors import InputError
 from archscope.spec import ModelSpec
 from archscope.interrupts import cleanup_on_signals, signals_deferred
-from archscope.writes import check_destination, write_error
+from archscope.writes import check_destination, remove_stale, write_error
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -46,6 +46,9 @@ def parse_size(text: str | int) -> int:
 def check_target(folder: str | Path, force: bool) -> Path:
     """Refuse, before any work, a folder that cannot (or must not) receive the checkpoint."""
     folder = check_destination(folder, "checkpoint folder")
+    if folder.is_symlink():  # the swap into place would replace the link, not its folder
+        raise InputError(f"checkpoint folder {folder}: is a symbolic link; give the folder it "
+                         f"points to")
     if folder.is_dir():  # it is staged beside itself, then swapped in: its parent is written
         check_destination(folder.absolute().parent, "folder holding the checkpoint")
         if any(folder.iterdir()) and not force:
@@ -77,6 +80,7 @@ def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype 
     plan(meta, device)  # memory check before materialising
     _check_disk(folder, weights_bytes(meta))
     parent = folder.resolve().parent
+    remove_stale(parent, folder.name, "partial")  # what a killed run left
     tmp = parent / f".{folder.name}.{os.getpid()}-{secrets.token_hex(3)}.partial"
     made: list[Path] = []
     with cleanup_on_signals() as guard, _write_errors(folder):

@@ -109,7 +109,8 @@ class Resolver:
 
 def model_map_entries(entries) -> dict[str, str]:
     """`--model-map NAME=MODEL` strings -> {NAME: MODEL}; MODEL may be a config.json path."""
-    from archscope.errors import InputError
+    from archscope.errors import InputError, quote
+    from archscope.spec import load_spec
 
     out = {}
     for entry in entries:
@@ -120,5 +121,9 @@ def model_map_entries(entries) -> dict[str, str]:
         model = model.strip()
         if model not in preset_names() and not Path(model).exists():
             raise InputError(f"--model-map {entry!r}: {model!r} is neither a preset nor a file")
+        try:  # now, not when a claim names it: a FIFO, /dev/zero or a bad spec is refused
+            load_spec(model)
+        except InputError as err:
+            raise InputError(f"--model-map {quote(entry)}: {err}") from None
         out[name.strip()] = model
     return out
