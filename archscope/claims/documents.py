@@ -73,7 +73,8 @@ def check_paths(paths, model_map: dict | None = None) -> list[ClaimResult]:
             out += by_file.pop(str(p), [])
             continue
         covered = {_key(r) for r in transcribed if r.document == p.name}
-        out += [r for r in check_document(p, model_map) if _key(r) not in covered]
+        found = check_document(p, model_map)
+        out += [r for r in found if _key(r) not in covered] if covered else found
     return out
 
 
@@ -110,6 +111,7 @@ def _check_found(c: dict, path: Path, specs: dict) -> ClaimResult | None:
         return _unverifiable(c, path, f"no preset for {c['model'][1:]!r} (map it with "
                                       "--model-map NAME=MODEL)")
     claim = {k: c[k] for k in KEYS if k in c}
+    claim["section"] = c["section"] or "(before any heading)"  # a transcription must name one
     try:
         accepted = get_quantity(c["quantity"]).conditions  # a table's context, where it applies
         claim["conditions"] = {k: v for k, v in c["conditions"].items() if k in accepted}

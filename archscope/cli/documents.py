@@ -47,9 +47,7 @@ def check_claims(files, model_map, fmt, strict, list_quantities):
 
     results = check_paths(files, model_map_entries(model_map))
     if fmt == "json":
-        from dataclasses import asdict
-
-        _echo_json([asdict(r) for r in results])
+        _echo_json([r.row() for r in results])
     elif fmt == "markdown":
         from archscope.claims import claims_markdown
 

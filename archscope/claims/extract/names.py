@@ -13,6 +13,8 @@ claims are unverifiable, never wrong.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from itertools import accumulate
 from pathlib import Path
 
 from archscope.spec import preset_names
@@ -25,11 +27,14 @@ SPELLINGS = {"mistral7b": "mistral-7b-v0.1", "gpt3": "gpt3-175b", "granite3b": "
 FAMILY = {"mistral": "mistral-7b-v0.1", "deepseek": "deepseek-v2", "gpt3": "gpt3-175b",
           "gpt2": "gpt2", "mixtral": "mixtral-8x7b", "granite": "granite-3b-code"}
 _DROP = {"instruct", "chat", "base", "it", "hf"}
-_TOKEN = (r"(?:v?\d+(?:\.\d+)*[a-z]?|\d+x\d+b|a\d+[bm]|xl|large|medium|small|lite|code|oss|nano|"
-          r"instruct|chat|base)")
-MENTION = re.compile(rf"\b({'|'.join(FAMILIES)})((?:[\s_-]?{_TOKEN}\b)*)(?!-?[a-z])",
+# Every repetition below is bounded (a version of at most four parts of six digits, a name of
+# at most eight tokens): one attempt costs a bounded time wherever it starts, so a document is
+# read in time linear in its length, even a megabyte of "Llama 1.1 1.1 ..." or "Llama_1_1_...".
+_TOKEN = (r"(?:v?\d{1,6}(?:\.\d{1,6}){0,3}[a-z]?|\d{1,4}x\d{1,6}b|a\d{1,6}[bm]|xl|large|medium|"
+          r"small|lite|code|oss|nano|instruct|chat|base)")
+MENTION = re.compile(rf"\b({'|'.join(FAMILIES)})((?:[\s_-]?{_TOKEN}\b){{0,8}})(?!-?[a-z])",
                      re.IGNORECASE)
-SIZE_ONLY = re.compile(r"\b(\d+(?:\.\d+)?)\s?B[\s-]+(?:model|Model)\b")
+SIZE_ONLY = re.compile(r"\b(\d{1,6}(?:\.\d{1,6})?)\s?B[\s-]+(?:model|Model)\b")
 
 
 def norm(name: str) -> str:
@@ -73,9 +78,9 @@ class Resolver:
         for name in self.raw_map:
             for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE):
                 found.append((m.start(), m.end(), m[0], self.raw_map[name]))
-        taken = [(s, e) for s, e, *_ in found]
+        taken = _Spans(found)
         for m in MENTION.finditer(text):
-            if any(s <= m.start() < e for s, e in taken):
+            if taken.covers(m.start()):
                 continue
             tokens = [t for t in re.split(r"[\s_-]+", m[2].strip(" _-")) if t]
             kept = [t for t in tokens if t.lower() not in _DROP]
@@ -90,8 +95,9 @@ class Resolver:
         family = self._family(norm(self.default)) if self.default else \
             max(self.named, key=self.named.get, default="")
         if family:
+            named = _Spans(found)
             for m in SIZE_ONLY.finditer(text):
-                if not any(s <= m.start() < e for s, e, *_ in found):
+                if not named.covers(m.start()):
                     found.append((m.start(), m.end(), m[0],
                                   self._by_size(family, m[1].rstrip("0").rstrip("."))))
         return sorted(found)
@@ -105,6 +111,20 @@ class Resolver:
         """The one model `text` names (a table cell, a heading), None for none or several."""
         models = {m for *_, m in self.mentions(text)}
         return models.pop() if len(models) == 1 else None
+
+
+class _Spans:
+    """Whether a position falls inside one of some (start, end, ...) spans: a search in the
+    sorted starts, so that a line naming many models is read in n log n, not n squared."""
+
+    def __init__(self, spans):
+        self.spans = sorted((s, e) for s, e, *_ in spans)
+        self.starts = [s for s, _ in self.spans]
+        self.reach = list(accumulate((e for _, e in self.spans), max))  # furthest end so far
+
+    def covers(self, at: int) -> bool:
+        k = bisect_right(self.starts, at)
+        return k > 0 and self.reach[k - 1] > at
 
 
 def model_map_entries(entries) -> dict[str, str]:
