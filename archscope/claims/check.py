@@ -17,7 +17,7 @@ from archscope.claims.quantities import Category, get_quantity
 from archscope.claims.result import ClaimResult
 from archscope.claims.stated import StatedError, parse_stated
 from archscope.claims.verdict import categorical, numeric
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.spec import load_spec, with_overrides
 from archscope.spec.fields import did_you_mean
 
@@ -39,7 +39,7 @@ def check_claim_files(paths) -> list[ClaimResult]:
             except InputError as err:
                 raise ClaimError(f"{where}: {err}") from None
             except (TypeError, ValueError) as err:  # a condition of the wrong type
-                raise ClaimError(f"{where}: bad conditions {claim.get('conditions')!r}: "
+                raise ClaimError(f"{where}: bad conditions {quote(claim.get('conditions'))}: "
                                  f"{err}") from None
             if result.id in seen:
                 raise ClaimError(f"{where}: duplicate id (also in {seen[result.id]})")
@@ -62,7 +62,7 @@ def _compute(q, spec, conditions: dict):
     accepted = q.conditions
     for name in conditions:
         if name not in accepted:
-            raise InputError(f"quantity {q.name} takes no condition {name!r}"
+            raise InputError(f"quantity {q.name} takes no condition {quote(name)}"
                              f"{did_you_mean(name, accepted)}; it takes: "
                              f"{', '.join(accepted) or 'none'}")
     missing = [n for n, d in accepted.items()

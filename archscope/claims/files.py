@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.reads import folder_files, read_text
 from archscope.spec.fields import did_you_mean
 from archscope.spec.limits import YAML_BYTES_MAX
@@ -69,7 +69,7 @@ def validate(claim: dict) -> None:
     """Known keys only, and the required ones present (fewer for a skipped claim)."""
     for key in claim:
         if key not in KEYS:
-            raise InputError(f"unknown key {key!r}{did_you_mean(key, KEYS)}; expected "
+            raise InputError(f"unknown key {quote(key)}{did_you_mean(key, KEYS)}; expected "
                              f"{', '.join(KEYS)}")
     required = ("id", "document", "section", "stated") if "skip" in claim else REQUIRED
     missing = [k for k in required if claim.get(k) in (None, "")]

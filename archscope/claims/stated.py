@@ -138,7 +138,7 @@ def parse_stated(text: str | int | float, unit: str = "") -> Stated:
         return Stated(v, v, 0.0, 1.0, 1.0, 0, "")
     if m := _RATIO.match(s):
         if _number(m[2]) == 0:
-            raise StatedError(f"{text!r}: a ratio to 0")
+            raise StatedError(f"{quote(text)}: a ratio to 0")
         v = _number(m[1]) / _number(m[2])
         return Stated(v, v, 0.0, 0.0, 1.0, 0, "x")
     low_text = None
@@ -146,12 +146,12 @@ def parse_stated(text: str | int | float, unit: str = "") -> Stated:
         low_text, s = m[1], s[m.start(2):]
     m = re.match(_NUM, s)
     if not m:
-        raise StatedError(f"no number in {text!r}")
+        raise StatedError(f"no number in {quote(text)}")
     num, rest = m[0], s[m.end():]
     word, scale, rest = _split_unit(rest)
     if not word and unit:
         if unit not in UNITS:
-            raise StatedError(f"unknown unit {unit!r}: expected one of {', '.join(UNITS)}")
+            raise StatedError(f"unknown unit {quote(unit)}: expected one of {', '.join(UNITS)}")
         scale = UNITS[unit][1]
     at_least = rest.lstrip().startswith("+")
     # Scaled, approximate, percent and "x" figures are rounded; a bare integer is exact.
@@ -162,7 +162,7 @@ def parse_stated(text: str | int | float, unit: str = "") -> Stated:
     if low_text:
         ulp = max(ulp, _ulp_digits(low_text, True)[0])
     if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(ulp)):
-        raise StatedError(f"{text!r} is beyond the numbers a document states")
+        raise StatedError(f"{quote(text)} is beyond the numbers a document states")
     if bound == "<":
         low = -math.inf
     if bound == ">":

@@ -12,7 +12,7 @@ from archscope.cli.fit import gpu_option
 from archscope.cli.options import (_echo_json, _estimate_options, _record, _set_option,
                                    format_option, labelled_row, seq_len_option,
                                    split_model_overrides)
-from archscope.errors import InputError
+from archscope.errors import InputError, shorten
 
 
 @cli.command("list")
@@ -171,7 +171,7 @@ def _load_labelled(arg: str, overrides) -> tuple:
     except InputError as err:
         if str(err).startswith(f"{model}:"):  # it names the model already
             raise
-        raise InputError(f"{arg}: {err}") from None
+        raise InputError(f"{shorten(arg, 120)}: {err}") from None
 
 
 @cli.command()

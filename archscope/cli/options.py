@@ -34,6 +34,16 @@ class _Short:
         return super().convert(value, param, ctx)
 
 
+class Choice(click.Choice):
+    """click.Choice, quoting a hostile value shortly (click prints it whole)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and len(value) > 40:
+            self.fail(f"{quote(value)} is not one of {', '.join(map(repr, self.choices))}.",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class Count(_Short, click.IntRange):
     """An integer within limits the help shows (`--batch INTEGER RANGE [1<=x<=1048576]`)."""
 
@@ -45,7 +55,7 @@ class Number(_Short, click.FloatRange):
     def convert(self, value, param, ctx):
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
+            self.fail(f"{quote(value)} is not a finite number.", param, ctx)
         return number
 
 
@@ -86,7 +96,7 @@ def format_option(*machine: str, default: str = "text"):
     def check(ctx, param, value):
         return "text" if value == "table" else value
 
-    return click.option("--format", "fmt", type=click.Choice(["text", "table", *machine]),
+    return click.option("--format", "fmt", type=Choice(["text", "table", *machine]),
                         default=default, show_default=True, callback=check,
                         help=f"Output: text or table (the same, for people), "
                              f"{_or(machine)}.")
@@ -107,7 +117,7 @@ def dtype_option(allowed: tuple[str, ...] = ANALYTIC_DTYPES, *, what: str = "the
         try:
             dtype = canonical_dtype(value)
         except InputError:
-            raise click.BadParameter(f"unknown dtype {value!r}: {ctx.info_name} {verb} "
+            raise click.BadParameter(f"unknown dtype {quote(value)}: {ctx.info_name} {verb} "
                                      f"{_or(allowed)}") from None
         if dtype not in allowed:
             noun = " weights" if verb == "runs" else ""
@@ -143,7 +153,7 @@ def weights_option(help: str, required: bool = False):
 
 
 def mla_flops_option(choices: tuple[str, ...], help: str):
-    return click.option("--mla-flops", type=click.Choice(list(choices)), default="absorbed",
+    return click.option("--mla-flops", type=Choice(list(choices)), default="absorbed",
                         show_default=True, help=help)
 
 
@@ -156,7 +166,7 @@ def _estimate_options(f):
         dtype_option(ANALYTIC_DTYPES, name="--kv-dtype", what="the KV cache",
                      default_help="[default: the compute dtype: --dtype when 16 bits or wider, "
                                   "else bf16]"),
-        click.option("--attention-flops", type=click.Choice(["causal", "full"]),
+        click.option("--attention-flops", type=Choice(["causal", "full"]),
                      default="causal", show_default=True,
                      help="Prefill attention FLOPs: the causal half, or the full square that "
                           "dense kernels and torch.utils.flop_counter count."),

@@ -9,10 +9,11 @@ import click
 
 from archscope.cli.group import cli
 from archscope.cli.sharded import profile_sharded, split_options
-from archscope.cli.options import (RUN_DTYPES, SEQ_LEN, Number, _echo_json, _set_option,
-                                   batch_option, count, device_option, dtype_option,
-                                   format_option, mla_flops_option, new_tokens_option,
-                                   seed_option, weights_option)
+from archscope.cli.options import (RUN_DTYPES, SEQ_LEN, Choice, Number, _echo_json,
+                                   _set_option, batch_option, count, device_option,
+                                   dtype_option, format_option, mla_flops_option,
+                                   new_tokens_option, seed_option, weights_option)
+from archscope.errors import shorten
 from archscope.spec import limits
 
 _RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda; bf16 with --weight-format]"
@@ -38,7 +39,7 @@ def _hardware_name(ctx, param, value: str) -> str:
     try:
         return catalog_part(value).name
     except UnknownHardwareError as err:
-        raise click.BadParameter(f"{err} (or auto, local)") from None
+        raise click.BadParameter(f"{shorten(str(err), 300)} (or auto, local)") from None
 
 
 def _run_dtype(dtype, device: str, weight_format) -> str:
@@ -61,7 +62,7 @@ def _run_dtype(dtype, device: str, weight_format) -> str:
                    "per-pair ratios), and the max abs logit difference. (MLA: transformers "
                    "re-expands the latent every step; --mla-flops recompute runs the same "
                    "algorithm.)")
-@click.option("--hf-cache", type=click.Choice(["dynamic", "static"]), default="dynamic",
+@click.option("--hf-cache", type=Choice(["dynamic", "static"]), default="dynamic",
               show_default=True, help="transformers' cache for --compare-hf.")
 @click.option("--repeats", type=count(1, limits.REPEATS_MAX), default=3, show_default=True,
               help="Timed runs; the figures are their medians.")
@@ -167,7 +168,7 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
 @click.option("--model", default=None,
               help="Preset or spec the checkpoint must match (default: its own config.json).")
 @device_option()
-@click.option("--device-map", type=click.Choice(["auto", "balanced", "sequential"]),
+@click.option("--device-map", type=Choice(["auto", "balanced", "sequential"]),
               default=None, help="Spread the model over the CUDA GPUs, offloading to CPU memory "
                                  "what does not fit (accelerate); overrides --device.")
 @dtype_option(RUN_DTYPES, what="the weights, cache and compute", default_help=_RUN_DTYPE_DEFAULT)

@@ -24,7 +24,7 @@ from typing import Callable
 
 import torch
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.spec import ModelSpec
 from archscope.interrupts import cleanup_on_signals, signals_deferred
 from archscope.writes import check_destination, remove_stale, write_error
@@ -39,7 +39,7 @@ def parse_size(text: str | int) -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
     unit = m and _UNITS.get(m[2].upper())
     if not unit or float(m[1]) * unit < 1:
-        raise InputError(f"shard_size {text!r}: expected a size like 5GB, 500MB or 2GiB")
+        raise InputError(f"shard_size {quote(text)}: expected a size like 5GB, 500MB or 2GiB")
     return int(float(m[1]) * unit)
 
 

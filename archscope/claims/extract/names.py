@@ -136,11 +136,11 @@ def model_map_entries(entries) -> dict[str, str]:
     for entry in entries:
         name, sep, model = entry.partition("=")
         if not sep or not name.strip() or not model.strip():
-            raise InputError(f"--model-map {entry!r}: expected NAME=MODEL (a preset, a YAML "
+            raise InputError(f"--model-map {quote(entry)}: expected NAME=MODEL (a preset, a YAML "
                              "spec or a config.json)")
         model = model.strip()
         if model not in preset_names() and not Path(model).exists():
-            raise InputError(f"--model-map {entry!r}: {model!r} is neither a preset nor a file")
+            raise InputError(f"--model-map {quote(entry)}: {quote(model)} is neither a preset nor a file")
         try:  # now, not when a claim names it: a FIFO, /dev/zero or a bad spec is refused
             load_spec(model)
         except InputError as err:

@@ -9,7 +9,7 @@ scores, which no estimator prices, are the one formula of its own here).
 from __future__ import annotations
 
 from archscope.claims.quantities.registry import attn_of, quantity, uniform
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.estimate import COMPONENTS, model_record, nbytes
 from archscope.estimate.flops import MIXER_COMPONENTS
 from archscope.estimate.kv_cache import (decompressed_elements_per_token,
@@ -96,7 +96,7 @@ def _keys(component) -> list[str]:
                            "ffn.router", "ffn.experts", "ffn.shared_experts"}
     for key in keys:
         if not (key in valid or key.startswith("attention.")):
-            raise InputError(f"unknown component {key!r}{did_you_mean(key, valid)}; expected a "
+            raise InputError(f"unknown component {quote(key)}{did_you_mean(key, valid)}; expected a "
                              f"group ({', '.join(GROUPS)}) or a breakdown key such as "
                              "attention.q_proj or ffn.up_proj")
     return keys
@@ -221,7 +221,7 @@ def _flop_keys(components) -> list[str]:
         [components] if isinstance(components, str) else list(components)
     for key in keys:
         if key not in _ALL:
-            raise InputError(f"unknown FLOP component {key!r}{did_you_mean(key, _ALL)}; "
+            raise InputError(f"unknown FLOP component {quote(key)}{did_you_mean(key, _ALL)}; "
                              f"expected some of {', '.join(_ALL)}")
     return keys
 
