@@ -78,7 +78,7 @@ def lines(draw) -> str:
 documents = st.lists(lines(), min_size=1, max_size=12).map("\n".join)
 
 
-def check_outcome(paths, file):
+def check_outcome(paths, file, windowed: bool):
     start = time.perf_counter()
     try:
         results = check_paths(paths)
@@ -91,7 +91,8 @@ def check_outcome(paths, file):
     else:
         for r in results:
             assert r.verdict in ("agree", "wrong", "unverifiable"), r
-            assert len(r.text) <= 1300, len(r.text)  # a window, never a whole long line
+            # a found claim shows a window of its line (a transcription: its own note)
+            assert not windowed or len(r.text) <= 1300, len(r.text)
     elapsed = time.perf_counter() - start
     assert elapsed < FUZZ_SECONDS, f"took {elapsed:.2f} s"
 
@@ -107,7 +108,7 @@ def test_fuzz_documents(tmp_path):
     @example("seq_len=, K Llama 3.2-1B KV cache 64 MB")  # a comma for a context: int('')
     def check(text):
         file.write_text(text, encoding="utf-8", errors="surrogatepass")
-        check_outcome([file], file)
+        check_outcome([file], file, windowed=True)
 
     check()
 
@@ -152,6 +153,6 @@ def test_fuzz_transcriptions(tmp_path):
     def check(entries):
         file.write_text(yaml.safe_dump(entries, allow_unicode=True), encoding="utf-8",
                         errors="surrogatepass")
-        check_outcome([file], file)
+        check_outcome([file], file, windowed=False)
 
     check()

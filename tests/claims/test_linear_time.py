@@ -71,15 +71,14 @@ def test_checking_the_claims_grows_linearly(tmp_path):
     assert len(results) == 800 and {r.verdict for r in results} == {"agree"}
 
 
-@pytest.mark.slow  # about ten seconds of documents
-def test_a_megabyte_of_each_hostile_shape_takes_seconds(tmp_path, run_cli):
+@pytest.mark.slow  # seconds per document; benchmarks/claims_megabyte.py times them
+def test_a_megabyte_of_each_hostile_shape_is_read(tmp_path, run_cli):
+    """A megabyte of each shape ends cleanly; `within` fails one that hangs (a quadratic path
+    takes hours here). How long each takes is the benchmark's to say, not a timed test's."""
     doc = tmp_path / "doc.md"
     for shape, make in SHAPES.items():
         text = make(1)
         doc.write_text((text * (1_000_000 // len(text) + 1))[:1_000_000])
-        start = time.perf_counter()
-        with within(120):
+        with within(300):
             code, _, err = run_cli("check-claims", str(doc), "--format", "json")
-        elapsed = time.perf_counter() - start
         assert code == 0 and "Traceback" not in err, (shape, err[-300:])
-        assert elapsed < 30, (shape, elapsed)  # ~2-10 s here; generous for a busy machine
