@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 
 
 def resolve_device(name: str) -> torch.device:
@@ -19,13 +19,13 @@ def resolve_device(name: str) -> torch.device:
     try:
         device = torch.device(name)
     except RuntimeError:
-        raise InputError(f"device {name!r}: expected cpu or cuda (cuda:N)") from None
+        raise InputError(f"device {quote(name)}: expected cpu or cuda (cuda:N)") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-        raise InputError(f"device {name!r}: no CUDA device is available here (torch "
+        raise InputError(f"device {quote(name)}: no CUDA device is available here (torch "
                          f"{torch.__version__}, {build}); use device='cpu'")
     if device.type not in ("cpu", "cuda"):
-        raise InputError(f"device {name!r}: expected cpu or cuda")
+        raise InputError(f"device {quote(name)}: expected cpu or cuda")
     return device
 
 

@@ -97,3 +97,30 @@ def signals_deferred() -> Iterator[None]:
                 before(signum, None)
             else:  # SIG_DFL: what the signal would have done
                 signal.raise_signal(signum)
+
+
+class TimeLimitExceeded(Exception):
+    """What `time_limit` raises in the code it limits."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise TimeLimitExceeded inside the `with` once `seconds` of wall time have passed: for
+    Python code running input that is itself a program (a chat template's loops). A timer
+    signal (SIGALRM) interrupts Python code between bytecodes, not inside one C call. Off the
+    main thread, or where the system has no such timer, nothing is limited."""
+    if threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def handler(_signum, _frame):
+        raise TimeLimitExceeded(f"still running after {seconds:g} s")
+
+    before = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)

@@ -2,11 +2,14 @@
 
 Every command that writes (report, make-checkpoint, profile --save, exported configs) goes
 through here: a destination that cannot be written (under a regular file, read-only, a file
-where a folder is wanted) is refused before any work as an `InputError` naming it; data goes to
-a hidden temporary in the same folder (same file system: `os.replace` is atomic), removed on
-any failure, Ctrl-C, SIGTERM or SIGHUP; an OSError while writing (full disk, permission,
-read-only file system) becomes an `InputError` with the path and the system's reason (exit 2,
-one paragraph, no traceback). Standard library only (and archscope.errors, archscope.interrupts).
+where a folder is wanted) is refused before any work as an `InputError` naming it, and so is a
+file to be replaced that is not a regular file (a device node, a FIFO, a symbolic link: the
+rename would replace the node or the link itself), checked again just before the rename; data
+goes to a hidden temporary in the same folder (same file system: `os.replace` is atomic),
+removed on any failure, Ctrl-C, SIGTERM or SIGHUP, and by the next run when a SIGKILL left it;
+an OSError while writing (full disk, permission, read-only file system) becomes an `InputError`
+with the path and the system's reason (exit 2, one paragraph, no traceback). Standard library
+only (and archscope.errors, .interrupts, .reads).
 """
 
 from __future__ import annotations
@@ -14,13 +17,16 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import shutil
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from archscope.errors import InputError
 from archscope.interrupts import cleanup_on_signals, signals_deferred
+from archscope.reads import kind_of
 
 def check_destination(path: str | os.PathLike, what: str = "output folder", *,
                       folder: bool = True) -> Path:
@@ -44,6 +50,8 @@ def _check_destination(path: Path, what: str, folder: bool) -> None:
         kind, want = ("a file", "a folder") if folder else ("a folder", "a file")
         raise InputError(f"{what} {path}: exists and is {kind}, not {want}; choose another "
                          f"path")
+    if not folder:
+        _check_replaceable(path, what, path)
     start = path if folder and path.is_dir() else path.parent
     for anc in (start, *start.parents):
         if os.path.lexists(anc) and not anc.exists():
@@ -71,6 +79,7 @@ def write_file_atomic(path: str | os.PathLike, data: bytes | str, *,
     path = check_destination(path, what, folder=False)
     if isinstance(data, str):
         data = data.encode("utf-8")
+    remove_stale(path.parent, path.name, "tmp")
     tmp = path.parent / _temp_name(path.name)
     created: list[Path] = []
     done = False
@@ -79,6 +88,7 @@ def write_file_atomic(path: str | os.PathLike, data: bytes | str, *,
             _make_folders(path.parent, created)
             _write_bytes(tmp, data)
             guard.check()
+            _check_replaceable(path, what, path)  # again: it may have changed meanwhile
             with signals_deferred():
                 os.replace(tmp, path)
                 done = True
@@ -105,7 +115,8 @@ def write_tree_atomic(root: str | os.PathLike, files: Mapping[str, bytes | str],
     rels = [_relative(rel) for rel in files]
     with os_errors_as_input(root):
         _check_targets(root, rels, what)
-    stage = root / _temp_name("archscope-write")
+    remove_stale(root, STAGE, "tmp")
+    stage = root / _temp_name(STAGE)
     created: list[Path] = []
     done = False
     with cleanup_on_signals() as guard, os_errors_as_input(root):
@@ -118,6 +129,7 @@ def write_tree_atomic(root: str | os.PathLike, files: Mapping[str, bytes | str],
             for rel in rels:
                 _make_folders((root / rel).parent, created)
             guard.check()
+            _check_targets(root, rels, what)  # again: one may have changed meanwhile
             with signals_deferred():
                 for rel in rels:
                     os.replace(stage / rel, root / rel)
@@ -156,8 +168,58 @@ def _write_bytes(path: Path, data: bytes) -> None:
         os.fsync(out.fileno())
 
 
-def _temp_name(name: str) -> str:
-    return f".{name}.{os.getpid()}-{secrets.token_hex(3)}.tmp"
+def _temp_name(name: str, ending: str = "tmp") -> str:
+    return f".{name}.{os.getpid()}-{secrets.token_hex(3)}.{ending}"
+
+
+STAGE = "archscope-write"  # write_tree_atomic's hidden folder: .archscope-write.PID-XXXXXX.tmp
+
+
+def remove_stale(folder: Path, name: str, ending: str) -> list[Path]:
+    """Remove what a killed run (SIGKILL, a power cut: no cleanup ran) left in `folder`: the
+    hidden temporaries `_temp_name(name, ending)` makes whose process no longer exists. One of
+    a run still going (this one, or another archscope writing the same place) is left alone.
+    Best effort and quiet: returns what it removed."""
+    pattern = re.compile(rf"\.{re.escape(name)}\.(\d+)-[0-9a-f]{{6}}\.{re.escape(ending)}")
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            m = pattern.fullmatch(entry.name)
+            if m is None or _alive(int(m[1])):
+                continue
+            path = Path(entry.path)
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+                removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's, or not ours to judge
+    return True
+
+
+def _check_replaceable(path: Path, what: str, shown: Path) -> None:
+    """Refuse to rename over anything but a regular file: a rename replaces a device node, a
+    FIFO or a symbolic link itself (run as root, `--out /dev/full` replaced the device)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # missing, or under a file: the other checks say what is wrong
+        return
+    if not stat.S_ISREG(mode):
+        where = f"{shown}: is" if path == shown else f"{shown}: {path} is"
+        raise InputError(f"{what} {where} {kind_of(mode)}; archscope replaces only a regular "
+                         f"file, so nothing was written")
 
 
 def _relative(rel: str) -> str:
@@ -179,6 +241,7 @@ def _check_targets(root: Path, rels: list[str], what: str) -> None:
         if target.is_dir():
             raise InputError(f"{what} {root}: {target} is a folder, but the file {rel} is to "
                              f"be written there; remove it or choose another folder")
+        _check_replaceable(target, what, root)
 
 
 def _make_folders(folder: Path, made: list[Path]) -> None:

@@ -52,15 +52,17 @@ PACKAGE = "archscope"
 MAX_LINES = 300
 
 ANY = "*"
-PURE = {"errors", "units", "writes", "interrupts"}  # stdlib-only leaves: error types, numbers,
-# safe writes, signals while writing
+PURE = {"errors", "units", "writes", "reads", "interrupts"}  # stdlib-only leaves: error types,
+# numbers, safe writes, safe reads, signals while writing
 # unit -> the units it may import besides itself; lower layers first. To add a subpackage, add a
 # row here (and its name to the rows of the units that may use it).
 LAYERS: dict[str, set[str] | str] = {
     "errors": set(),
     "units": set(),
     "interrupts": set(),  # stdlib only: signals turned into cleanup while writing
-    "writes": {"errors", "interrupts"},  # stdlib only: destination checks, atomic writes
+    # stdlib only: destination checks, atomic writes
+    "writes": {"errors", "interrupts", "reads"},
+    "reads": {"errors"},  # stdlib only: regular files within a size limit, never blocking
     "devices": {"errors"},  # torch/psutil only: device names and free memory
     "spec": PURE,  # no torch: YAML and config.json <-> ModelSpec
     "kinds": {"spec"} | PURE,  # names torch modules by import path, never imports them

@@ -306,7 +306,7 @@ def test_report_on_a_full_disk_changes_nothing_in_out(run_cli, tmp_path, monkeyp
                                                       disk_full_after):
     import archscope.report.pages.build as build
 
-    def fake_build(specs, profiles, claims, progress=None, benchmarks=None):
+    def fake_build(specs, profiles, claims, progress=None, benchmarks=None, families=None):
         return {"comparison.md": b"new", "models/a.md": b"new", "figures/f.png": b"new",
                 "data/estimates.json": b"new", "profiles.md": b"new"}
 

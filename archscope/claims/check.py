@@ -17,7 +17,7 @@ from archscope.claims.quantities import Category, get_quantity
 from archscope.claims.result import ClaimResult
 from archscope.claims.stated import StatedError, parse_stated
 from archscope.claims.verdict import categorical, numeric
-from archscope.errors import InputError
+from archscope.errors import InputError, quote, shorten
 from archscope.spec import load_spec, with_overrides
 from archscope.spec.fields import did_you_mean
 
@@ -31,7 +31,7 @@ def check_claim_files(paths) -> list[ClaimResult]:
     specs: dict = {}
     for path in claim_files(paths):
         for k, claim in enumerate(load_claims(path)):
-            where = f"{path}: claim {claim.get('id', f'#{k + 1}')!s}"
+            where = f"{path}: claim {shorten(str(claim.get('id', f'#{k + 1}')))}"
             try:
                 result = check_claim(claim, path, specs)
             except StatedError as err:
@@ -39,7 +39,7 @@ def check_claim_files(paths) -> list[ClaimResult]:
             except InputError as err:
                 raise ClaimError(f"{where}: {err}") from None
             except (TypeError, ValueError) as err:  # a condition of the wrong type
-                raise ClaimError(f"{where}: bad conditions {claim.get('conditions')!r}: "
+                raise ClaimError(f"{where}: bad conditions {quote(claim.get('conditions'))}: "
                                  f"{err}") from None
             if result.id in seen:
                 raise ClaimError(f"{where}: duplicate id (also in {seen[result.id]})")
@@ -51,18 +51,28 @@ def check_claim_files(paths) -> list[ClaimResult]:
 def _spec(model: str, what_if, path: Path, specs: dict):
     if not isinstance(what_if, list) or not all(isinstance(s, str) for s in what_if):
         raise InputError("`set` must be a list of key=value strings")
+    if not isinstance(model, str):  # versus' model too
+        raise InputError(f"model: expected a preset name or a spec file, got {quote(model)}")
     key = (model, tuple(what_if))
     if key not in specs:
         local = path.parent / model  # a spec or config.json beside the claims file
-        specs[key] = with_overrides(load_spec(local if local.exists() else model), what_if)
+        specs[key] = with_overrides(load_spec(local if _exists(local) else model), what_if)
     return specs[key]
+
+
+def _exists(path: Path) -> bool:
+    """path.exists(), False for a name no file can have (too long: an OSError, a NUL)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _compute(q, spec, conditions: dict):
     accepted = q.conditions
     for name in conditions:
         if name not in accepted:
-            raise InputError(f"quantity {q.name} takes no condition {name!r}"
+            raise InputError(f"quantity {q.name} takes no condition {quote(name)}"
                              f"{did_you_mean(name, accepted)}; it takes: "
                              f"{', '.join(accepted) or 'none'}")
     missing = [n for n, d in accepted.items()
@@ -84,6 +94,9 @@ def check_claim(claim: dict, path: Path, specs: dict | None = None) -> ClaimResu
     if "skip" in claim:
         return ClaimResult(**{**base, "note": f"not checked: {claim['skip']}"},
                            verdict="unverifiable")
+    if not isinstance(claim.get("model", ""), str):
+        raise InputError(f"model: expected a preset name or a spec file, got "
+                         f"{quote(claim['model'])}")  # (str() of a list would be looked up)
     q = get_quantity(base["quantity"])
     conditions = claim.get("conditions") or {}
     if not isinstance(conditions, dict):

@@ -25,19 +25,23 @@ from archscope.claims.quantities import get_quantity
 from archscope.claims.result import ClaimResult
 from archscope.claims.stated import StatedError, parse_stated
 from archscope.errors import InputError
+from archscope.reads import read_text
 from archscope.spec import load_spec
+from archscope.spec.limits import DOCUMENT_BYTES_MAX
 from archscope.spec.loader import parse_yaml
 
 KEYS = ("id", "document", "section", "model", "quantity", "stated", "conditions", "set", "text")
 
 
 def _read(path: Path) -> str:
+    """A document's text: a regular file (a FIFO would block, /dev/zero never end) of at most
+    DOCUMENT_BYTES_MAX, UTF-8."""
     if not path.exists():
         raise ClaimError(f"{path}: no such file or folder")
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ClaimError(f"{path}: cannot read as UTF-8 text: {err}") from None
+        return read_text(path, DOCUMENT_BYTES_MAX, "document")
+    except InputError as err:
+        raise ClaimError(str(err)) from None
 
 
 def _is_transcription(path: Path, text: str) -> bool:
@@ -69,7 +73,8 @@ def check_paths(paths, model_map: dict | None = None) -> list[ClaimResult]:
             out += by_file.pop(str(p), [])
             continue
         covered = {_key(r) for r in transcribed if r.document == p.name}
-        out += [r for r in check_document(p, model_map) if _key(r) not in covered]
+        found = check_document(p, model_map)
+        out += [r for r in found if _key(r) not in covered] if covered else found
     return out
 
 
@@ -106,6 +111,7 @@ def _check_found(c: dict, path: Path, specs: dict) -> ClaimResult | None:
         return _unverifiable(c, path, f"no preset for {c['model'][1:]!r} (map it with "
                                       "--model-map NAME=MODEL)")
     claim = {k: c[k] for k in KEYS if k in c}
+    claim["section"] = c["section"] or "(before any heading)"  # a transcription must name one
     try:
         accepted = get_quantity(c["quantity"]).conditions  # a table's context, where it applies
         claim["conditions"] = {k: v for k, v in c["conditions"].items() if k in accepted}

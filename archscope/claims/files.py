@@ -26,8 +26,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
+from archscope.reads import folder_files, read_text
 from archscope.spec.fields import did_you_mean
+from archscope.spec.limits import YAML_BYTES_MAX
 from archscope.spec.loader import parse_yaml
 
 KEYS = ("id", "document", "section", "model", "quantity", "stated", "unit", "value", "note",
@@ -40,18 +42,22 @@ class ClaimError(InputError):
 
 
 def claim_files(paths) -> list[Path]:
-    """Files as given; a directory stands for its *.yaml files, sorted."""
+    """Files as given; a directory stands for its *.yaml files, sorted (a FIFO or a device
+    among them is refused, not read)."""
     out = []
     for p in map(Path, paths):
-        out += sorted(p.glob("*.yaml")) if p.is_dir() else [p]
+        try:
+            out += folder_files(p, "*.yaml") if p.is_dir() else [p]
+        except InputError as err:
+            raise ClaimError(str(err)) from None
     return out
 
 
 def load_claims(path: Path) -> list[dict]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ClaimError(f"{path}: cannot read claims file: {err}") from None
+        text = read_text(path, YAML_BYTES_MAX, "claims file")
+    except InputError as err:
+        raise ClaimError(str(err)) from None
     data = parse_yaml(text, str(path))
     if not isinstance(data, list) or not all(isinstance(c, dict) for c in data):
         raise ClaimError(f"{path}: a claims file is a YAML list of mappings (one per claim), "
@@ -63,7 +69,7 @@ def validate(claim: dict) -> None:
     """Known keys only, and the required ones present (fewer for a skipped claim)."""
     for key in claim:
         if key not in KEYS:
-            raise InputError(f"unknown key {key!r}{did_you_mean(key, KEYS)}; expected "
+            raise InputError(f"unknown key {quote(key)}{did_you_mean(key, KEYS)}; expected "
                              f"{', '.join(KEYS)}")
     required = ("id", "document", "section", "stated") if "skip" in claim else REQUIRED
     missing = [k for k in required if claim.get(k) in (None, "")]

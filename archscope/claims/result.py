@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,12 @@ class ClaimResult:
     conditions: dict = field(default_factory=dict)
     what_if: tuple[str, ...] = ()
     versus: dict | None = None
+
+    def row(self) -> dict:
+        """The JSON object `check-claims --format json` prints: every field, as it is (a
+        shallow `dataclasses.asdict`, which deep-copied each value: a third of the time of a
+        document with 85,000 claims)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @property
     def setting(self) -> str:

@@ -22,6 +22,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from archscope.errors import quote
+
 # unit word -> (dimension, scale to the dimension's base unit)
 UNITS: dict[str, tuple[str, float]] = {
     "bytes": ("bytes", 1), "KB": ("bytes", 1e3), "MB": ("bytes", 1e6), "GB": ("bytes", 1e9),
@@ -44,6 +46,9 @@ _NUM = r"\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _PRODUCT = re.compile(rf"^({_NUM})\s*[×x*]\s*({_NUM})$")
 _RATIO = re.compile(rf"^({_NUM})\s*:\s*({_NUM})$")
 _RANGE = re.compile(rf"^({_NUM})\s*[KMBT]?\s*[-–]\s*({_NUM})")
+
+
+STATED_MAX = 64  # characters of a stated figure ("~1,235,814,400 parameters" is 26)
 
 
 class StatedError(ValueError):
@@ -113,11 +118,16 @@ def parse_stated(text: str | int | float, unit: str = "") -> Stated:
 
     Raises StatedError when the text holds no readable number.
     """
-    if isinstance(text, bool):
-        raise StatedError(f"{text!r} is not a number")
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise StatedError(f"expected the number as the document writes it, got "
+                          f"{quote(text)}")
     if isinstance(text, (int, float)):
         text = repr(text) if isinstance(text, float) else str(text)
     s = text.strip()
+    if len(s) > STATED_MAX:  # no document states a figure of 5,000 digits; 10.0 ** 5000 and
+        # int() of it fail (OverflowError, ValueError) rather than say so
+        raise StatedError(f"{len(s):,} characters, more than any figure a document states "
+                          f"({STATED_MAX})")
     bound = s[:1] if s[:1] in "<>" else ""  # "<0.1%": at most; ">1M": at least
     s = s[1:].strip() if bound else s
     approx = s.startswith(APPROX)
@@ -127,6 +137,8 @@ def parse_stated(text: str | int | float, unit: str = "") -> Stated:
         v = _number(m[1]) * _number(m[2])
         return Stated(v, v, 0.0, 1.0, 1.0, 0, "")
     if m := _RATIO.match(s):
+        if _number(m[2]) == 0:
+            raise StatedError(f"{quote(text)}: a ratio to 0")
         v = _number(m[1]) / _number(m[2])
         return Stated(v, v, 0.0, 0.0, 1.0, 0, "x")
     low_text = None
@@ -134,12 +146,12 @@ def parse_stated(text: str | int | float, unit: str = "") -> Stated:
         low_text, s = m[1], s[m.start(2):]
     m = re.match(_NUM, s)
     if not m:
-        raise StatedError(f"no number in {text!r}")
+        raise StatedError(f"no number in {quote(text)}")
     num, rest = m[0], s[m.end():]
     word, scale, rest = _split_unit(rest)
     if not word and unit:
         if unit not in UNITS:
-            raise StatedError(f"unknown unit {unit!r}: expected one of {', '.join(UNITS)}")
+            raise StatedError(f"unknown unit {quote(unit)}: expected one of {', '.join(UNITS)}")
         scale = UNITS[unit][1]
     at_least = rest.lstrip().startswith("+")
     # Scaled, approximate, percent and "x" figures are rounded; a bare integer is exact.
@@ -149,6 +161,8 @@ def parse_stated(text: str | int | float, unit: str = "") -> Stated:
     low = _number(low_text) * scale if low_text else high
     if low_text:
         ulp = max(ulp, _ulp_digits(low_text, True)[0])
+    if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(ulp)):
+        raise StatedError(f"{quote(text)} is beyond the numbers a document states")
     if bound == "<":
         low = -math.inf
     if bound == ">":

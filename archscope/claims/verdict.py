@@ -16,7 +16,7 @@ from archscope.claims.causes import Context, likely_cause
 from archscope.claims.quantities import Category
 from archscope.claims.result import ClaimResult
 from archscope.claims.stated import UNITS, parse_stated
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.spec.fields import did_you_mean
 
 # Counts of different things are all counts; the unit word only labels them.
@@ -64,7 +64,7 @@ def _yes_no(stated) -> str:
     if any(m in text for m in FALSE_MARKS) or words & set(FALSE_WORDS):
         answers.add("false")
     if len(answers) != 1:
-        raise InputError(f"cannot read {stated!r} as yes or no (use ✅/❌ or yes/no)")
+        raise InputError(f"cannot read {quote(stated)} as yes or no (use ✅/❌ or yes/no)")
     return answers.pop()
 
 
@@ -74,14 +74,14 @@ def numeric(claim, base, extra, name, dimension, spec, computed: float) -> Claim
     unit = stated.unit if stated.unit in UNITS else base["unit"]
     if unit:
         if unit not in UNITS:
-            raise InputError(f"unknown unit {unit!r}{did_you_mean(unit, UNITS)}; expected one "
+            raise InputError(f"unknown unit {quote(unit)}{did_you_mean(unit, UNITS)}; expected one "
                              f"of {', '.join(UNITS)}")
         have = FAMILY.get(UNITS[unit][0], UNITS[unit][0])
         if have != FAMILY.get(dimension, dimension):
-            raise InputError(f"unit {unit!r} measures {UNITS[unit][0]}, but {name} is in "
+            raise InputError(f"unit {quote(unit)} measures {UNITS[unit][0]}, but {name} is in "
                              f"{dimension}")
     if base["unit"] and stated.unit in UNITS and stated.unit != base["unit"]:
-        raise InputError(f"unit {base['unit']!r} does not match the stated {stated.unit!r}")
+        raise InputError(f"unit {quote(base['unit'])} does not match the stated {quote(stated.unit)}")
     _check_value(claim, stated)
     agrees = stated.contains(computed)
     if not agrees and stated.unit == "K" and FAMILY.get(dimension, dimension) == "count":
@@ -110,7 +110,7 @@ def _check_value(claim: dict, stated) -> None:
         for g, e in zip(given, expect))
     if not ok:
         shown = expect[0] if len(expect) == 1 else expect
-        raise InputError(f"value {value!r} does not match stated {claim['stated']!r}, which "
+        raise InputError(f"value {quote(value)} does not match stated {quote(claim['stated'])}, which "
                          f"reads as {shown!r}")
 
 

@@ -10,9 +10,11 @@ unexpected.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import click
 
@@ -44,11 +46,68 @@ def _notes():
         yield
 
 
+class OutputError(Exception):
+    """Standard output could not be written (a full disk, /dev/full, a reader that left)."""
+
+
+class _Guarded:
+    """sys.stdout while a command runs: an OSError writing or flushing it becomes an
+    OutputError, told apart from the OSErrors of the work itself."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError as err:
+            raise OutputError(err) from err
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except OSError as err:
+            raise OutputError(err) from err
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _guarded_stdout():
+    real = sys.stdout
+    sys.stdout = _Guarded(real)
+    try:
+        yield
+        sys.stdout.flush()
+    finally:
+        sys.stdout = real
+
+
+def _output_failed(err: OutputError) -> None:
+    """Say why the output stopped (nothing to say to a reader that left), and point the real
+    stdout at /dev/null so that the interpreter's own flush at exit fails no more."""
+    cause = err.__cause__
+    if sys.stdout is sys.__stdout__:
+        with suppress(OSError, ValueError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+    if isinstance(cause, BrokenPipeError):
+        sys.exit(1)
+    code = errno.errorcode.get(getattr(cause, "errno", None) or 0)
+    reason = getattr(cause, "strerror", None) or str(cause)
+    click.echo(f"error: cannot write the output (standard output): {reason}"
+               f"{f' ({code})' if code else ''}; what was printed is incomplete", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
 def main(argv=None) -> None:
     """Console entry point: bad input exits 2 with its message, never a traceback."""
     try:
-        with _notes():
+        with _notes(), _guarded_stdout():
             cli.main(args=argv, prog_name="archscope", standalone_mode=False)
+    except OutputError as err:
+        _output_failed(err)
     except InputError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(EXIT_BAD_INPUT)

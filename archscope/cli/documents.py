@@ -47,9 +47,7 @@ def check_claims(files, model_map, fmt, strict, list_quantities):
 
     results = check_paths(files, model_map_entries(model_map))
     if fmt == "json":
-        from dataclasses import asdict
-
-        _echo_json([asdict(r) for r in results])
+        _echo_json([r.row() for r in results])
     elif fmt == "markdown":
         from archscope.claims import claims_markdown
 
@@ -90,10 +88,7 @@ def report(out, data_dir, claims_dir):
     from archscope.writes import check_destination, write_tree_atomic
 
     out = check_destination(out, "--out folder")  # before any work
-    from tqdm import tqdm
-
     from archscope.report import inputs
-    from archscope.report.pages.build import build_reports
     from archscope.report.pages.benchmarks import load_benchmarks
     from archscope.report.pages.profiles import load_profiles
     from archscope.spec import load_spec, preset_names
@@ -103,16 +98,22 @@ def report(out, data_dir, claims_dir):
     for folder, what in ((data_dir, "profiles.md has no runs"), (claims_dir, "no claims.md")):
         if not folder.is_dir():
             click.echo(f"warning: {folder} does not exist: {what}", err=True)
-    specs = [load_spec(name) for name in preset_names()]
+    # the inputs are read and checked first: a bad one is refused before the build
     profiles, benchmarks = load_profiles(data_dir), load_benchmarks(data_dir)
+    copied = inputs.input_files(claims_dir, data_dir)
     claims = _claims_page(claims_dir)
+    specs = [load_spec(name) for name in preset_names()]
+    from tqdm import tqdm
+
+    from archscope.report.pages.build import build_reports
+
     with tqdm(total=len(specs) + 3, desc="report", unit="step", file=sys.stderr, leave=False,
               disable=None) as bar:
         families = coverage_record()
         bar.update()
         files = build_reports(specs, profiles, claims, progress=lambda _label: bar.update(),
                               benchmarks=benchmarks, families=families)
-    files.update(inputs.input_files(claims_dir, data_dir))
+    files.update(copied)
     write_tree_atomic(out, files, what="--out folder")  # all files, or none of them
     click.echo(f"wrote {len(files)} files under {out}", err=True)
 

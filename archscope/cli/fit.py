@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import (ANALYTIC_DTYPES, _echo_json, _set_option, batch_option,
-                                   dtype_option, format_option)
+from archscope.cli.options import (ANALYTIC_DTYPES, RANKS, SEQ_LEN, Number, _echo_json,
+                                   _set_option, batch_option, count, dtype_option, format_option)
+from archscope.spec.limits import GPUS_MAX
 
 # The formats the catalog table shows when --weight-format does not pick one.
 CATALOG_FORMATS = ("bf16", "fp8", "int4-g128", "nvfp4", "mxfp4", "q4_k_m")
@@ -20,7 +21,7 @@ def gpu_option(help: str):
 @click.argument("model")
 @gpu_option("A catalog part (`archscope hardware`) or cpu. Without it: the catalog table, "
             "which GPUs and how many hold the model in each format.")
-@click.option("--n-gpus", type=click.IntRange(min=1), default=None,
+@click.option("--n-gpus", type=count(1, GPUS_MAX), default=None,
               help="GPUs of that kind: --n-gpus / --tp replicas of a --tp group [default: "
                    "--tp, else 1].")
 @click.option("--weight-format", default=None, metavar="FORMAT",
@@ -29,21 +30,21 @@ def gpu_option(help: str):
                    "catalog table: a few common ones].")
 @dtype_option(ANALYTIC_DTYPES, name="--kv-dtype", what="the KV cache",
               default_help="[default: bf16 (fp16 / fp32 with those weights)]")
-@click.option("--context", type=click.IntRange(min=1), default=None,
+@click.option("--context", type=SEQ_LEN, default=None,
               help="Context length of every sequence [default: 8,192 or the model's maximum].")
 @batch_option
-@click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True),
+@click.option("--gpu-memory-utilization", type=Number(0, 1, min_open=True),
               default=0.9, show_default=True,
               help="Fraction of each GPU's memory for weights and cache (vLLM's default); the "
                    "rest is the activation and workspace reserve.")
-@click.option("--tp", type=click.IntRange(min=1), default=None,
+@click.option("--tp", type=RANKS, default=None,
               help="Tensor-parallel GPUs per replica [default: --n-gpus].")
-@click.option("--ep", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--ep", type=RANKS, default=1, show_default=True,
               help="Expert-parallel groups the routed experts are spread over (divides --tp).")
-@click.option("--bandwidth-fraction", type=float, default=None,
+@click.option("--bandwidth-fraction", type=Number(0, 2, min_open=True), default=None,
               help="Achievable fraction of peak memory bandwidth [default: the cited figure "
                    "in archscope/hardware/achievable.yaml].")
-@click.option("--compute-fraction", type=float, default=None,
+@click.option("--compute-fraction", type=Number(0, 2, min_open=True), default=None,
               help="Achievable fraction of dense peak FLOP/s [default: as above].")
 @_set_option
 @format_option("json", default="text")

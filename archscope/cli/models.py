@@ -10,8 +10,9 @@ import click
 from archscope.cli.group import cli
 from archscope.cli.fit import gpu_option
 from archscope.cli.options import (_echo_json, _estimate_options, _record, _set_option,
-                                   format_option, labelled_row, split_model_overrides)
-from archscope.errors import InputError
+                                   format_option, labelled_row, seq_len_option,
+                                   split_model_overrides)
+from archscope.errors import InputError, shorten
 
 
 def _show_counted_by_transformers(model, refusal, fmt) -> None:
@@ -215,15 +216,14 @@ def _load_labelled(arg: str, overrides) -> tuple:
     except InputError as err:
         if str(err).startswith(f"{model}:"):  # it names the model already
             raise
-        raise InputError(f"{arg}: {err}") from None
+        raise InputError(f"{shorten(arg, 120)}: {err}") from None
 
 
 @cli.command()
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
 @_set_option
-@click.option("--seq-len", type=click.IntRange(min=1), default=4096, show_default=True,
-              help="Context length for the KV cache, decode step and prefill.")
+@seq_len_option
 @format_option("markdown", "json", default="text")
 def diff(a, b, overrides, seq_len, fmt):
     """Two models side by side: only what differs in their specs (dotted keys; the per-layer

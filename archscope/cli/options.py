@@ -5,10 +5,12 @@ all commands"; tests/cli/test_vocabulary.py checks the two agree)."""
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
+from archscope.spec import limits
 
 # What each family of commands takes as --dtype: the analytic commands price any of these
 # formats; the commands that run a network run (or write) real torch tensors.
@@ -19,6 +21,62 @@ RUN_DTYPES = ("fp32", "fp16", "bf16")
 def _or(values) -> str:
     values = list(values)
     return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
+
+
+class _Short:
+    """Bounded click types that quote a hostile value shortly (a 5,000-digit number would
+    otherwise be printed whole, or refused by int() with Python's own words)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and len(value.strip()) > 40:
+            self.fail(f"{quote(value)} is not a number in the range {self._describe_range()}.",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class Choice(click.Choice):
+    """click.Choice, quoting a hostile value shortly (click prints it whole)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and len(value) > 40:
+            self.fail(f"{quote(value)} is not one of {', '.join(map(repr, self.choices))}.",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class Count(_Short, click.IntRange):
+    """An integer within limits the help shows (`--batch INTEGER RANGE [1<=x<=1048576]`)."""
+
+
+class Number(_Short, click.FloatRange):
+    """A finite number within limits the help shows; nan and inf are refused (a range check
+    alone lets nan through: every comparison with it is false)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{quote(value)} is not a finite number.", param, ctx)
+        return number
+
+
+def count(low: int, high: int) -> Count:
+    return Count(low, high)
+
+
+SEQ_LEN = count(1, limits.CONTEXT_MAX)  # tokens of context (archscope/spec/limits.py)
+BATCH = count(1, limits.BATCH_MAX)
+RANKS = count(1, limits.RANKS_MAX)
+SEED = count(0, limits.SEED_MAX)
+
+
+def seq_len_option(f):
+    return click.option("--seq-len", type=SEQ_LEN, default=4096, show_default=True,
+                        help="Context length for the KV cache, decode step and prefill.")(f)
+
+
+def seed_option(default: int | None, help: str | None = None):
+    return click.option("--seed", type=SEED, default=default, show_default=default is not None,
+                        help=help or "Seed of the random weights (and of sampling).")
 
 
 def _set_option(f):
@@ -38,7 +96,7 @@ def format_option(*machine: str, default: str = "text"):
     def check(ctx, param, value):
         return "text" if value == "table" else value
 
-    return click.option("--format", "fmt", type=click.Choice(["text", "table", *machine]),
+    return click.option("--format", "fmt", type=Choice(["text", "table", *machine]),
                         default=default, show_default=True, callback=check,
                         help=f"Output: text or table (the same, for people), "
                              f"{_or(machine)}.")
@@ -59,7 +117,7 @@ def dtype_option(allowed: tuple[str, ...] = ANALYTIC_DTYPES, *, what: str = "the
         try:
             dtype = canonical_dtype(value)
         except InputError:
-            raise click.BadParameter(f"unknown dtype {value!r}: {ctx.info_name} {verb} "
+            raise click.BadParameter(f"unknown dtype {quote(value)}: {ctx.info_name} {verb} "
                                      f"{_or(allowed)}") from None
         if dtype not in allowed:
             noun = " weights" if verb == "runs" else ""
@@ -74,12 +132,12 @@ def dtype_option(allowed: tuple[str, ...] = ANALYTIC_DTYPES, *, what: str = "the
 
 
 def new_tokens_option(default: int, help: str):
-    return click.option("--new-tokens", type=click.IntRange(min=1), default=default,
-                        show_default=True, help=help)
+    return click.option("--new-tokens", type=SEQ_LEN, default=default, show_default=True,
+                        help=help)
 
 
 def batch_option(f):
-    return click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+    return click.option("--batch", type=BATCH, default=1, show_default=True,
                         help="Sequences processed together.")(f)
 
 
@@ -95,21 +153,20 @@ def weights_option(help: str, required: bool = False):
 
 
 def mla_flops_option(choices: tuple[str, ...], help: str):
-    return click.option("--mla-flops", type=click.Choice(list(choices)), default="absorbed",
+    return click.option("--mla-flops", type=Choice(list(choices)), default="absorbed",
                         show_default=True, help=help)
 
 
 def _estimate_options(f):
     """The conventions every analytic command shares (the record's, estimate/record.py)."""
     for option in reversed([
-        click.option("--seq-len", type=click.IntRange(min=1), default=4096, show_default=True,
-                     help="Context length for the KV cache, decode step and prefill."),
+        seq_len_option,
         batch_option,
         dtype_option(ANALYTIC_DTYPES, default="bf16"),
         dtype_option(ANALYTIC_DTYPES, name="--kv-dtype", what="the KV cache",
                      default_help="[default: the compute dtype: --dtype when 16 bits or wider, "
                                   "else bf16]"),
-        click.option("--attention-flops", type=click.Choice(["causal", "full"]),
+        click.option("--attention-flops", type=Choice(["causal", "full"]),
                      default="causal", show_default=True,
                      help="Prefill attention FLOPs: the causal half, or the full square that "
                           "dense kernels and torch.utils.flop_counter count."),

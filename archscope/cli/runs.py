@@ -9,9 +9,12 @@ import click
 
 from archscope.cli.group import cli
 from archscope.cli.sharded import profile_sharded, split_options
-from archscope.cli.options import (RUN_DTYPES, _echo_json, _set_option, batch_option,
-                                   device_option, dtype_option, format_option, mla_flops_option,
-                                   new_tokens_option, weights_option)
+from archscope.cli.options import (RUN_DTYPES, SEQ_LEN, Choice, Number, _echo_json,
+                                   _set_option, batch_option, count, device_option,
+                                   dtype_option, format_option, mla_flops_option,
+                                   new_tokens_option, seed_option, weights_option)
+from archscope.errors import shorten
+from archscope.spec import limits
 
 _RUN_DTYPE_DEFAULT = "[default: fp32 on cpu, bf16 on cuda; bf16 with --weight-format]"
 
@@ -36,7 +39,7 @@ def _hardware_name(ctx, param, value: str) -> str:
     try:
         return catalog_part(value).name
     except UnknownHardwareError as err:
-        raise click.BadParameter(f"{err} (or auto, local)") from None
+        raise click.BadParameter(f"{shorten(str(err), 300)} (or auto, local)") from None
 
 
 def _run_dtype(dtype, device: str, weight_format) -> str:
@@ -50,7 +53,7 @@ def _run_dtype(dtype, device: str, weight_format) -> str:
                 "are random (random-init).")
 @dtype_option(RUN_DTYPES, what="the weights, cache and compute", default_help=_RUN_DTYPE_DEFAULT)
 @batch_option
-@click.option("--prompt-len", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--prompt-len", type=SEQ_LEN, default=128, show_default=True)
 @new_tokens_option(32, "Tokens to generate; decode speed is timed over all but the first.")
 @_set_option
 @click.option("--compare-hf", is_flag=True,
@@ -59,10 +62,12 @@ def _run_dtype(dtype, device: str, weight_format) -> str:
                    "per-pair ratios), and the max abs logit difference. (MLA: transformers "
                    "re-expands the latent every step; --mla-flops recompute runs the same "
                    "algorithm.)")
-@click.option("--hf-cache", type=click.Choice(["dynamic", "static"]), default="dynamic",
+@click.option("--hf-cache", type=Choice(["dynamic", "static"]), default="dynamic",
               show_default=True, help="transformers' cache for --compare-hf.")
-@click.option("--repeats", type=int, default=3, show_default=True)
-@click.option("--warmup", type=int, default=1, show_default=True)
+@click.option("--repeats", type=count(1, limits.REPEATS_MAX), default=3, show_default=True,
+              help="Timed runs; the figures are their medians.")
+@click.option("--warmup", type=count(1, limits.WARMUP_MAX), default=1, show_default=True,
+              help="Untimed runs before them.")
 @click.option("--compile/--no-compile", "compile_", default=None,
               help="torch.compile the decode step, q/k/v and gate/up fused (on CUDA also "
                    "captured as a CUDA graph); the eager step is run too, as a check "
@@ -82,7 +87,7 @@ def _run_dtype(dtype, device: str, weight_format) -> str:
               help="Roofline profile: a catalog part (`archscope hardware`: h100-sxm, h200, "
                    "...), local = this machine's kernels measured here, auto = the GPU's "
                    "catalog part if known, else local.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@seed_option(0, "Seed of the random weights and inputs.")
 @weight_format_option
 @click.option("--save", is_flag=True, help="Write the JSON record under --save-dir (checked "
                                            "before the run).")
@@ -125,6 +130,7 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
     from tqdm import tqdm
 
     from archscope.measure.profile import ProfileOptions, profile as run_profile, progress_units
+    from archscope.measure.timing import to_torch_dtype
 
     options = ProfileOptions(
         device=device, dtype=_run_dtype(dtype, device, weight_format),
@@ -133,6 +139,10 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
         breakdown=(fmt == "text") if breakdown is None else breakdown, hardware=hardware,
         seed=seed, weights=weights_dir, overrides=tuple(overrides), mla_flops=mla_flops,
         weight_format=weight_format, pack_weights=pack_weights)
+    if weights_dir:  # every check that reads no tensor data, before kernels are timed
+        from archscope.weights.loader import open_checkpoint
+
+        open_checkpoint(weights_dir, spec, to_torch_dtype(options.dtype))
     with tqdm(total=progress_units(options), desc="profile", unit="step", file=sys.stderr,
               leave=False, disable=None) as bar:
         record = run_profile(spec, options, progress=lambda label: (bar.set_postfix_str(label),
@@ -158,19 +168,20 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
 @click.option("--model", default=None,
               help="Preset or spec the checkpoint must match (default: its own config.json).")
 @device_option()
-@click.option("--device-map", type=click.Choice(["auto", "balanced", "sequential"]),
+@click.option("--device-map", type=Choice(["auto", "balanced", "sequential"]),
               default=None, help="Spread the model over the CUDA GPUs, offloading to CPU memory "
                                  "what does not fit (accelerate); overrides --device.")
 @dtype_option(RUN_DTYPES, what="the weights, cache and compute", default_help=_RUN_DTYPE_DEFAULT)
 @new_tokens_option(64, "Tokens to generate at most; generation stops earlier at an "
                        "end-of-sequence id of the checkpoint.")
-@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
+@click.option("--temperature", type=Number(0, limits.TEMPERATURE_MAX), default=0.0,
+              show_default=True,
               help="0 is greedy; above 0 samples.")
-@click.option("--top-k", type=click.IntRange(min=1), default=None, help="Sample from the k most "
-                                                                       "likely tokens.")
-@click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=None,
+@click.option("--top-k", type=count(1, limits.TOP_K_MAX), default=None,
+              help="Sample from the k most likely tokens.")
+@click.option("--top-p", type=Number(0, 1, min_open=True), default=None,
               help="Sample from the most likely tokens that reach probability p.")
-@click.option("--seed", type=int, default=None, help="Seed for sampling (reproducible text).")
+@seed_option(None, "Seed for sampling (reproducible text).")
 @click.option("--chat", is_flag=True, help="Wrap the prompt in the tokenizer's chat template "
                                            "(for -Instruct checkpoints).")
 @click.option("--system", default=None, help="A system message (with --chat).")
@@ -212,10 +223,16 @@ def generate(prompt, weights_dir, model, device, device_map, dtype, new_tokens, 
         sys.stdout.flush()
     click.echo(text.flush())
     sys.stdout.flush()  # the text ends before the stats line on a shared terminal
+    context = info["spec"].max_seq_len
+    if stream.stop_reason == "context":  # said even with --no-stats: the text is cut short
+        click.echo(f"note: stopped at {info['spec'].name}'s context of {context:,} tokens "
+                   f"({info['prompt_tokens']:,} in the prompt, {len(stream.tokens):,} new; "
+                   f"--new-tokens asked for {new_tokens:,})", err=True)
     if stats:
         rate = stream.decode_tokens_per_s
-        stop = {"max_new_tokens": "--new-tokens reached"}.get(stream.stop_reason,
-                                                              stream.stop_reason)
+        stop = {"max_new_tokens": "--new-tokens reached",
+                "context": f"the model's context ({context:,} tokens) reached"
+                }.get(stream.stop_reason, stream.stop_reason)
         click.echo(f"[{info['spec'].name} on {info['device']} ({info['dtype']}"
                    f"{', ' + info['weight_format'] + ' linears' if info['weight_format'] else ''}"
                    f"): loaded in "
@@ -233,7 +250,7 @@ def generate(prompt, weights_dir, model, device, device_map, dtype, new_tokens, 
 @dtype_option(RUN_DTYPES, default="bf16")
 @click.option("--shard-size", default="5GB", show_default=True,
               help="Largest safetensors file (e.g. 2GB, 500MB, 1GiB); more makes shards.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@seed_option(0, "Seed of the random weights.")
 @device_option("Where the random weights are drawn: cpu, cuda or cuda:N (cuda is faster for "
                "large models).")
 @click.option("--force", is_flag=True, help="Replace the contents of a non-empty --weights "

@@ -3,10 +3,13 @@ ranks with torch.distributed (archscope/distributed), beside the analytic plan."
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import _echo_json, _set_option, format_option
+from archscope.cli.options import RANKS, _echo_json, _set_option, format_option
+from archscope.spec.limits import CPU_RANKS_PER_CPU
 
 SPLIT_HELP = {"tp": "Tensor-parallel ranks (one process each) [default: 1].",
               "ep": "Expert-parallel groups: routed experts split whole over them (= --tp) "
@@ -14,8 +17,8 @@ SPLIT_HELP = {"tp": "Tensor-parallel ranks (one process each) [default: 1].",
 
 
 def split_options(f):
-    f = click.option("--ep", type=click.IntRange(min=1), default=1, help=SPLIT_HELP["ep"])(f)
-    return click.option("--tp", type=click.IntRange(min=1), default=1, help=SPLIT_HELP["tp"])(f)
+    f = click.option("--ep", type=RANKS, default=1, help=SPLIT_HELP["ep"])(f)
+    return click.option("--tp", type=RANKS, default=1, help=SPLIT_HELP["tp"])(f)
 
 
 @cli.command("plan")
@@ -26,17 +29,24 @@ def split_options(f):
 def plan(model, tp, ep, overrides, fmt):
     """Build every rank's shards on the meta device under a fake process group (one process,
     nothing allocated or sent) and check each rank's parameters and one decode step's
-    collectives against the analytic plan (the one `archscope fit --tp/--ep` prices).
+    collectives against the analytic plan (the one `archscope fit --tp/--ep` prices). The
+    ranks are built one after another, ~30 ms a layer: --tp times the model's layers may be
+    at most 1,024 (archscope/spec/limits.py; fit prices any split).
 
     \b
     Examples:
       archscope plan deepseek-v3 --tp 8 --ep 8
       archscope plan llama-3.1-8b --tp 8 --format json
     """
-    from archscope.distributed.meta_plan import plan_ranks
+    from archscope.distributed.support import check_plan_size, check_supported
     from archscope.spec import load_spec
 
-    record = plan_ranks(load_spec(model, overrides), tp, ep)
+    spec = load_spec(model, overrides)
+    check_plan_size(spec, tp)  # both before torch.distributed is imported: refused at once
+    check_supported(spec, tp, ep)
+    from archscope.distributed.meta_plan import plan_ranks
+
+    record = plan_ranks(spec, tp, ep)
     record["overrides"] = list(overrides)
     if fmt == "json":
         _echo_json(record)
@@ -52,16 +62,22 @@ def profile_sharded(spec, *, tp, ep, device, dtype, batch, prompt_len, new_token
                     weights, overrides, fmt) -> None:
     """`archscope profile --tp N [--ep N]`: refuse a bad split before any process starts
     (InputError, exit 2), launch the ranks, print their records beside the plan."""
+    from archscope.distributed.support import check_supported
+    from archscope.errors import InputError
+
+    check_supported(spec, tp, ep)
+    cpus = os.cpu_count() or 1
+    if device == "cpu" and tp > CPU_RANKS_PER_CPU * cpus:  # a process, a model's copy each
+        raise InputError(f"--tp {tp} on the CPU starts {tp} processes, one per rank; this "
+                         f"machine has {cpus} CPUs, which run at most "
+                         f"{CPU_RANKS_PER_CPU * cpus} ranks")
     import torch
 
     from archscope.devices import resolve_device
     from archscope.distributed.launch import RankFailed, launch
-    from archscope.distributed.support import check_supported
     from archscope.distributed.worker import Job, run_rank
-    from archscope.errors import InputError
     from archscope.measure.timing import to_torch_dtype
 
-    check_supported(spec, tp, ep)
     if weights:  # every check that reads no tensor data, before any process starts
         from archscope.weights.loader import open_checkpoint
 
@@ -69,6 +85,7 @@ def profile_sharded(spec, *, tp, ep, device, dtype, batch, prompt_len, new_token
     kind = resolve_device(device).type
     if kind == "cuda" and torch.cuda.device_count() < tp:
         raise InputError(f"--tp {tp} needs {tp} GPUs; {torch.cuda.device_count()} are visible")
+
     job = Job(spec, tp, ep, kind, to_torch_dtype(dtype), batch, prompt_len, new_tokens, seed,
               weights and str(weights))
     try:

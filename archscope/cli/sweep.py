@@ -6,7 +6,7 @@ import click
 
 from archscope.cli.group import cli
 from archscope.cli.options import _echo_json, _estimate_options, _set_option, format_option
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 
 
 @cli.command()
@@ -72,7 +72,7 @@ def _plot_columns(plot: str | None, out: str | None) -> tuple[str | None, str | 
         return None, None
     cols = [c.strip() for c in plot.split(",")]
     if len(cols) != 2 or not all(c.removeprefix("-") for c in cols):
-        raise InputError(f"--plot {plot!r}: expected two columns, X,Y")
+        raise InputError(f"--plot {quote(plot)}: expected two columns, X,Y")
     return cols[0], cols[1]
 
 
@@ -86,7 +86,7 @@ def _check_plot(result, x: str, y: str) -> None:
     numeric = [k for k in result.rows[0] if all(number(r[k]) for r in result.rows)]
     for col in (x, y):
         if col.removeprefix("-") not in numeric:
-            raise InputError(f"--plot: {col.removeprefix('-')!r} is not a numeric column; "
+            raise InputError(f"--plot: {quote(col.removeprefix('-'))} is not a numeric column; "
                              f"one of {', '.join(numeric)}")
 
 

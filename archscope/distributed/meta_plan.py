@@ -12,7 +12,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 
 from archscope.distributed.rank import meta_rank
-from archscope.distributed.support import check_supported
+from archscope.distributed.support import check_plan_size, check_supported
 from archscope.spec import ModelSpec
 
 
@@ -20,6 +20,7 @@ def plan_ranks(spec: ModelSpec, tp: int, ep: int = 1, dtype: torch.dtype = torch
                ) -> dict:
     """{model, tp, ep, dtype, ranks: [...], agrees, seconds}; InputError before any rank for a
     split the plan or the run refuses."""
+    check_plan_size(spec, tp)
     check_supported(spec, tp, ep)
     if dist.is_initialized():
         raise RuntimeError("archscope plan needs a process without a process group")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from archscope.errors import InputError
 from archscope.estimate.parallel import check_divisible
 from archscope.spec import ModelSpec
+from archscope.spec.limits import PLAN_LAYERS_MAX
 
 
 def check_supported(spec: ModelSpec, tp: int, ep: int) -> None:
@@ -52,6 +53,16 @@ def check_supported(spec: ModelSpec, tp: int, ep: int) -> None:
         raise InputError(f"{spec.name}: the sharded run (--tp {tp}"
                          + (f" --ep {ep}" if ep > 1 else "") + f") does not support {lines}. "
                          "archscope fit --tp/--ep still gives the plan's figures.")
+
+
+def check_plan_size(spec: ModelSpec, tp: int) -> None:
+    """`archscope plan` builds every rank's layers in turn (~30 ms each on meta): refuse, in
+    seconds rather than hours, more than PLAN_LAYERS_MAX of them."""
+    if tp * spec.n_layers > PLAN_LAYERS_MAX:
+        raise InputError(f"{spec.name}: --tp {tp} x {spec.n_layers} layers = "
+                         f"{tp * spec.n_layers:,} layer shards to build, beyond the limit "
+                         f"{PLAN_LAYERS_MAX:,} (archscope/spec/limits.py); `archscope fit "
+                         f"MODEL --tp {tp}` prices the split without building it")
 
 
 def _ranges(layers: list[int]) -> str:

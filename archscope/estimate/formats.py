@@ -26,7 +26,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.estimate import storage as st
 from archscope.estimate.gguf import DEFAULT as GGUF_DEFAULT, gguf_storage
 from archscope.estimate.tensors import Tensor, weight_tensors
@@ -106,7 +106,7 @@ def weight_format(name: str | WeightFormat) -> WeightFormat:
             return FORMATS[candidate]
     close = difflib.get_close_matches(key, [*FORMATS, *ALIASES], n=3, cutoff=0.5)
     hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-    raise UnknownFormatError(f"unknown weight format {name!r}{hint}; known: "
+    raise UnknownFormatError(f"unknown weight format {quote(name)}{hint}; known: "
                              f"{', '.join(FORMATS)}")
 
 

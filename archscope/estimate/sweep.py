@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from archscope.errors import InputError, SpecError
+from archscope.errors import InputError, SpecError, quote
 from archscope.estimate.record import model_record
 from archscope.spec import ModelSpec
 from archscope.spec.fields import field_types, convert, from_mapping, to_mapping
@@ -47,7 +47,7 @@ def parse_axis(item: str) -> Axis:
     """'KEY=V1,V2,...' -> Axis; each value read as YAML, as `--set` reads it (empty: null).
     Values are split at commas, so a value cannot hold one (a list needs `--set`)."""
     if "=" not in item:
-        raise InputError(f"--grid {item!r}: expected KEY=V1,V2,...")
+        raise InputError(f"--grid {quote(item)}: expected KEY=V1,V2,...")
     key, text = item.split("=", 1)
     key = check_dotted_key(key)
     values = tuple(parse_yaml(v, "grid", key) if v.strip() else None for v in text.split(","))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 
 CATALOG_FILE = Path(__file__).with_name("catalog.yaml")
 DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")  # fp32: the plain (non-tensor) peak
@@ -114,7 +114,7 @@ def catalog_part(name: str) -> Hardware:
         return parts[key]
     close = difflib.get_close_matches(key, hardware_names(), n=3, cutoff=0.5)
     hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-    raise UnknownHardwareError(f"unknown hardware {name!r}{hint}; known: "
+    raise UnknownHardwareError(f"unknown hardware {quote(name)}{hint}; known: "
                                f"{', '.join(hardware_names())}")
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from torch import nn
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.estimate.formats import WeightFormat, weight_format
 from archscope.estimate.tensors import Tensor, weight_tensors
 from archscope.nn.quantized import KERNELS
@@ -25,7 +25,7 @@ def runnable_format(fmt: str | WeightFormat) -> WeightFormat:
     """The format, if it has a kernel here; otherwise InputError naming the ones that run."""
     fmt = weight_format(fmt)
     if fmt.name not in KERNELS:
-        raise InputError(f"weight format {fmt.name!r} has no quantized kernel here; the formats "
+        raise InputError(f"weight format {quote(fmt.name)} has no quantized kernel here; the formats "
                          f"that run are {', '.join(KERNELS)} (int4 = int4-g128)")
     return fmt
 

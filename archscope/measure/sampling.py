@@ -8,6 +8,8 @@ Seeded draws come from a private generator, so a seed reproduces a sampled text.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from archscope.errors import InputError
@@ -17,11 +19,11 @@ from archscope.measure.generate import NextToken, greedy
 def make_sampler(temperature: float = 0.0, top_k: int | None = None, top_p: float | None = None,
                  seed: int | None = None) -> NextToken:
     """Greedy when temperature is 0; otherwise a seeded sampler (InputError on bad values)."""
-    if temperature < 0:
+    if not temperature >= 0 or not math.isfinite(temperature):  # a NaN fails both
         raise InputError(f"temperature must be >= 0, got {temperature!r}")
     if top_k is not None and top_k < 1:
         raise InputError(f"top_k must be >= 1, got {top_k!r}")
-    if top_p is not None and not 0 < top_p <= 1:
+    if top_p is not None and not 0 < top_p <= 1:  # (a NaN fails this too)
         raise InputError(f"top_p must be in (0, 1], got {top_p!r}")
     if temperature == 0:
         return greedy
@@ -43,8 +45,13 @@ def make_sampler(temperature: float = 0.0, top_k: int | None = None, top_p: floa
 
 def filtered_probs(logits: torch.Tensor, temperature: float, top_k: int | None,
                    top_p: float | None) -> torch.Tensor:
-    """Probabilities [B, vocab] after temperature, top-k and top-p (removed tokens get 0)."""
-    logits = logits.float() / temperature
+    """Probabilities [B, vocab] after temperature, top-k and top-p (removed tokens get 0).
+    The largest logit is subtracted before dividing, and the temperature kept at least fp32's
+    smallest normal number: a tiny one (1e-320, 0 in fp32) then leaves the most likely token
+    at 0 and sends the rest towards -inf, never to inf - inf or 0 / 0 (NaN)."""
+    logits = logits.float()
+    temperature = max(temperature, torch.finfo(torch.float32).tiny)
+    logits = (logits - logits.amax(dim=-1, keepdim=True)) / temperature
     if top_k is not None and top_k < logits.shape[-1]:
         kth = logits.topk(top_k, dim=-1).values[..., -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))

@@ -84,20 +84,27 @@ def open_generation(folder, prompt: str, *, spec=None, device: str = "cpu",
     `weight_format` (int8, int4) quantizes the loaded model's linears (archscope.measure.quantize)."""
     from archscope.weights.loader import check_folder, input_device, load_checkpoint
     from archscope.weights.placement import check_device_map, new_cache
+    from archscope.weights.spec_check import folder_spec
     from archscope.weights.tokenizer import IncrementalText, eos_ids, load_tokenizer, prompt_ids
 
     check_device_map(device_map)
     if weight_format is not None:
         _check_weight_format(weight_format, dtype, device_map)
     check_folder(folder)  # a mistyped path is "does not exist", not "no tokenizer"
+    eos_ids(folder)  # the files' end-of-sequence ids checked before transformers reads them
     tokenizer = load_tokenizer(folder)  # next: a folder without one fails before the weights
     ids = prompt_ids(tokenizer, prompt, chat, system)
+    known = spec or folder_spec(folder)  # what is checked before any weight is read:
+    eos = eos_ids(folder, tokenizer)
+    if max(ids, default=0) >= known.vocab_size:  # a tokenizer from another model
+        raise InputError(f"{folder}: the tokenizer gives id {max(ids)} but the model's "
+                         f"vocabulary has {known.vocab_size} ids: tokenizer and weights differ")
+    if len(ids) >= known.max_seq_len:
+        raise InputError(f"the prompt has {len(ids):,} tokens; {known.name} holds at most "
+                         f"{known.max_seq_len:,} (max_seq_len), and one must be left to generate")
     t0 = time.perf_counter()
     model, spec = load_checkpoint(folder, spec, device, dtype, device_map=device_map,
                                   allow_pickle=allow_pickle)
-    if max(ids, default=0) >= spec.vocab_size:  # a tokenizer from another model
-        raise InputError(f"{folder}: the tokenizer gives id {max(ids)} but the model's "
-                         f"vocabulary has {spec.vocab_size} ids: tokenizer and weights differ")
     if weight_format is not None:
         from archscope.measure.quantize import quantize_linears
 
@@ -106,7 +113,6 @@ def open_generation(folder, prompt: str, *, spec=None, device: str = "cpu",
     sync(device_in)
     load_s = time.perf_counter() - t0
     prompt_t = torch.tensor([ids], dtype=torch.long, device=device_in)
-    eos = eos_ids(folder, tokenizer)
     capacity = min(len(ids) + max_new_tokens, spec.max_seq_len)
     cache = new_cache(model, getattr(model, "placement", None), 1, capacity) \
         if len(ids) < spec.max_seq_len else None

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from archscope.reads import folder_files, read_bytes
+from archscope.spec.limits import DATA_JSON_BYTES_MAX, YAML_BYTES_MAX
+
 REPORTS_DIR = Path(__file__).resolve().parents[2] / "reports"
 # written by the report itself, not inputs
 GENERATED_DATA = ("estimates.json", "deployment.json", "documents.json", "families.json")
@@ -25,13 +28,16 @@ def default_data_dir() -> Path:
 
 
 def input_files(claims_dir: Path, data_dir: Path) -> dict[str, bytes]:
-    """{path under the output folder: bytes} of every input file, to be copied as they are."""
+    """{path under the output folder: bytes} of every input file, to be copied as they are
+    (regular files only, each within its limit: archscope/reads.py)."""
     files: dict[str, bytes] = {}
     if claims_dir.is_dir():
-        files.update({f"claims/{p.name}": p.read_bytes() for p in sorted(claims_dir.glob("*.yaml"))})
+        files.update({f"claims/{p.name}": read_bytes(p, YAML_BYTES_MAX, "claims file")
+                      for p in folder_files(claims_dir, "*.yaml")})
     if data_dir.is_dir():
         # with the calibration runs' data (data/calibration/, benchmarks/calibrate_cpu.py)
-        files.update({f"data/{p.relative_to(data_dir).as_posix()}": p.read_bytes()
-                      for p in sorted(data_dir.rglob("*.json"))
+        files.update({f"data/{p.relative_to(data_dir).as_posix()}":
+                      read_bytes(p, DATA_JSON_BYTES_MAX, "data file")
+                      for p in folder_files(data_dir, "**/*.json")
                       if p.relative_to(data_dir).as_posix() not in GENERATED_DATA})
     return files

@@ -223,3 +223,29 @@ class FFNSpec:
     @property
     def routing(self) -> RouterSpec:
         return self.router or RouterSpec()
+
+
+@dataclass(frozen=True)
+class Multipliers:
+    """Granite's scale factors (HF: embedding_multiplier, attention_multiplier,
+    residual_multiplier, logits_scaling)."""
+
+    embedding: float = 1.0  # token embeddings are multiplied by it
+    attention: float | None = None  # softmax scale; null means 1/sqrt(q/k head dim)
+    residual: float = 1.0  # each sublayer's output is multiplied by it before the residual add
+    logits: float = 1.0  # logits are divided by it (HF's logits_scaling)
+
+    def validate(self) -> None:
+        positive(self, "embedding", "attention", "residual", "logits")
+
+
+@dataclass(frozen=True)
+class HeadSpec:
+    """The LM head beyond its matrix: a bias (Phi-2's lm_head), a soft cap on the logits,
+    cap * tanh(logits / cap) (Gemma 2's final_logit_softcapping)."""
+
+    bias: bool = False
+    softcap: float | None = None
+
+    def validate(self) -> None:
+        positive(self, "softcap")

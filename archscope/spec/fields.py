@@ -16,7 +16,7 @@ import typing
 from typing import Any, Literal, Union
 
 from archscope.errors import SpecError, quote
-from archscope.spec.limits import int_limit_error, list_limit_error
+from archscope.spec.limits import float_limit_error, int_limit_error, list_limit_error
 
 _MISSING = dataclasses.MISSING
 
@@ -109,6 +109,9 @@ def convert(tp, value: Any, key: str):
             number = math.inf
         if not math.isfinite(number):
             raise SpecError(f"expected a finite number, got {quote(value)}", key=key)
+        beyond = float_limit_error(key, number)
+        if beyond:
+            raise SpecError(beyond, key=key)
         return number
     if tp is str:
         if not isinstance(value, str):

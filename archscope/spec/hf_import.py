@@ -20,7 +20,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from archscope.errors import SpecError, quote
+from archscope.errors import _PLACE_MAX, MESSAGE_MAX, SpecError, quote
+from archscope.reads import check_regular, is_regular
 from archscope.spec.families.base import Family
 from archscope.spec.families.registry import depth, families, find
 from archscope.spec.fields import did_you_mean
@@ -73,6 +74,8 @@ def _raw(path: str | Path) -> tuple[dict, Path, str]:
         if file.is_dir():
             file = file / "config.json"
             where = str(file)
+        if file.exists() and not is_regular(file):  # a FIFO would block the open below
+            check_regular(file, "config.json")
         with file.open("rb") as handle:
             data = handle.read(JSON_BYTES_MAX + 1)
     except OSError as err:
@@ -116,9 +119,13 @@ def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
         # a non-string is named by its type: the list of model types leaves little room
         shown = quote(model_type) if isinstance(model_type, str) or model_type is None \
             else f"(a {type(model_type).__name__})"
-        raise SpecError(f"unsupported model type {shown}{did_you_mean(model_type, families())}"
-                        f"; {_readable()} (`archscope families`: what each of transformers' "
-                        f"other causal LMs lacks)", where=where, key="model_type")
+        head = f"unsupported model type {shown}{did_you_mean(model_type, families())}; "
+        tail = " (`archscope families` lists them all)"
+        # the list takes what room the message leaves beside the file's name and the CLI's
+        # "error: " (a path is cut to _PLACE_MAX there)
+        place = min(len(where), _PLACE_MAX)
+        room = MESSAGE_MAX - len(f"error: {'x' * place}: model_type: {head}{tail}")
+        raise SpecError(head + _readable(room) + tail, where=where, key="model_type")
     for key, value in family.fixed.items():
         if raw.get(key, value) is not value:
             raise SpecError(f"archscope only models {json.dumps(value)}, {what(raw[key])}",
@@ -132,18 +139,20 @@ def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
     return _merge({"name": name, "source": source, **_drop_none(body)}, extras), keys
 
 
-def _readable(room: int = 180) -> str:
+def _readable(room: int) -> str:
     """What archscope reads, in a message's room: how many model types, and as many of them as
     fit, the families others are declared from first (llama, gpt2), then their differences."""
     table = {t: f for t, f in families().items() if not f.reads_nothing}
     names = sorted(table, key=lambda t: (depth(table[t]), t))
+    head = f"archscope reads {len(names)} model types: "
+    room -= len(head) + len(f" and {len(names)} more")
     shown = []
     for name in names:
         if len(", ".join([*shown, name])) > room:
             break
         shown.append(name)
     more = f" and {len(names) - len(shown)} more" if len(shown) < len(names) else ""
-    return f"archscope reads {len(names)} model types: {', '.join(shown)}{more}"
+    return f"{head}{', '.join(shown)}{more}"
 
 
 def _check(mapping: dict, raw: dict, keys: Keys) -> None:

@@ -48,6 +48,9 @@ class LayerOverride:
             raise SpecError(f"expected layer indices or a slice like '1::2', got "
                             f"{quote(self.select)}", key="select") from None
         if len(bounds) == 1:
+            if bounds[0] is None:  # '' or ' ': no index at all
+                raise SpecError(f"expected layer indices or a slice like '1::2', got "
+                                f"{quote(self.select)}", key="select")
             return self._checked(bounds, n_layers)
         require(len(bounds) < 3 or bounds[2] != 0, "select", "a slice step cannot be 0")
         return self._checked(list(range(n_layers))[slice(*bounds)], n_layers)

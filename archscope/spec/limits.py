@@ -1,20 +1,19 @@
 """Input limits, stated once. Bad input is refused before any work is done on it.
 
-Each bound is far above any real model (the comment names the largest real value it must
-admit, and the largest among the presets in model_specs/), and far below what would make
-archscope hang, exhaust memory or crash in torch. The spec layer enforces them:
-`fields.convert` checks every integer key (YAML, --set, config.json) against INT_LIMITS and
-every list against LIST_LIMITS, the loader checks the YAML limits before the document is built,
-and `ModelSpec.validate` checks LAYER_PICKS_MAX before the per-layer plan is made.
-Raising a bound is a one-line change here; tests/spec/test_hostile_specs.py checks the presets
-all fit.
+Each bound is far above any real model or machine (the comment names the largest real value it
+must admit, and the largest among the presets in model_specs/), and far below what would make
+archscope hang, exhaust memory or crash in torch. Who enforces them: `fields.convert` checks
+every integer key (YAML, --set, config.json) against INT_LIMITS, every number against
+FLOAT_LIMITS and every list against LIST_LIMITS; `yaml_shape.check_yaml` checks the YAML limits
+before a document is built; `ModelSpec.validate` checks LAYER_PICKS_MAX before the per-layer
+plan is made; archscope/cli/options.py turns the option limits into the ranges `--help` shows;
+archscope/reads.py reads input files within the file limits. Raising a bound is a one-line
+change here; tests/spec/test_hostile_specs.py checks the presets all fit.
 """
 
 from __future__ import annotations
 
-import yaml
-
-from archscope.errors import MESSAGE_MAX, QUOTE_MAX, SpecError, quote, shorten
+from archscope.errors import MESSAGE_MAX, QUOTE_MAX, quote
 
 WHERE = "archscope/spec/limits.py"  # named in every message that cites a limit
 
@@ -106,11 +105,82 @@ YAML_DEPTH_MAX = 64
 YAML_NODES_MAX = 100_000
 EXTENDS_MAX = 16  # `extends` chain length; presets use 0 or 1
 
+# Numbers (floats): |value| within [smallest, largest] unless it is 0 (whether 0, or a sign, is
+# allowed is each class's own `validate`). A float past these is no model's, and past them
+# torch's fp32 and bf16 overflow or underflow (e.g. RoPE's theta ** (-2i/d) for theta 1e300).
+FLOAT_LIMITS: dict[str, tuple[float, float]] = {
+    "theta": (1.0, 1e12),  # RoPE's base: presets 10,000 to 10,000,000 (Qwen3-Next)
+    # RoPE scaling: factors 8 to 40 (presets), YaRN's betas 1 and 32, mscale 0.707 and 1
+    "factor": (1e-3, 1e4), "low_freq_factor": (1e-3, 1e4), "high_freq_factor": (1e-3, 1e4),
+    "beta_fast": (1e-3, 1e4), "beta_slow": (1e-3, 1e4),
+    "mscale": (1e-3, 1e3), "mscale_all_dim": (1e-3, 1e3),
+    # Granite's multipliers: 0.0078125 (attention) to 73.3 (embedding); logits 1 to 16
+    "embedding": (1e-6, 1e6), "attention": (1e-6, 1e6), "residual": (1e-6, 1e6),
+    "logits": (1e-6, 1e6),
+    "eps": (1e-12, 1.0),  # norms: 1e-6 and 1e-5
+    "dt_limit_min": (1e-12, 1e6), "dt_limit_max": (1e-12, 1e6),  # Mamba-2's dt clamp: 0.001
+    "limit": (1e-3, 1e6),  # gpt-oss's SwiGLU clamp: 7
+    "scaling_factor": (1e-6, 1e6),  # DeepSeek's routed_scaling_factor: 1 to 16
+    "temperature_scale": (1e-6, 1e6),  # Llama 4's attention temperature: 0.1
+    "rotary_fraction": (1e-3, 1.0),  # partial RoPE: 0.25, 0.5
+    # LongRoPE (Phi-4-mini): per-pair factors 1 to ~60, an attention factor ~1.19
+    "short_factor": (1e-3, 1e4), "long_factor": (1e-3, 1e4), "attention_factor": (1e-3, 1e3),
+    "softcap": (1e-3, 1e6),  # Gemma 2's logit soft caps: 50 (attention), 30 (final)
+    "clip_qkv": (1e-3, 1e6),  # OLMo's and DBRX's q/k/v clamp: 8
+    "jitter_eps": (1e-6, 1.0),  # Phi-3.5-MoE's sparsemixer: 0.01
+}
+FALLBACK_FLOAT = (1e-30, 1e30)  # a number key missing from FLOAT_LIMITS (a field added later)
+
+# --- Command-line options: archscope/cli/options.py makes each a range `--help` shows.
+# Context lengths (--seq-len, --context, --prompt-len, --new-tokens): the longest context a
+# spec admits (max_seq_len above). Past a model's own context, compare and fit compute and flag
+# it, profile refuses it and generate stops there.
+CONTEXT_MAX = INT_LIMITS["max_seq_len"]
+# Sequences in a batch (--batch): 2**20; serving engines batch a few hundred to a few thousand
+# (vLLM's max_num_seqs: 256 to 1,024).
+BATCH_MAX = 1_048_576
+# GPUs (--n-gpus): 2**20; the largest clusters hold ~10**5.
+GPUS_MAX = 1_048_576
+# Tensor / expert parallel ranks (--tp, --ep): one fast domain holds 8 to 72 GPUs (NVL72).
+RANKS_MAX = 1_024
+# `plan` builds every rank's layers in turn, ~30 ms each on meta (deepseek-v3 --tp 8 --ep 8,
+# 61 layers: 488 in 18 s): --tp x n_layers at most this (fit --tp prices any split instead).
+PLAN_LAYERS_MAX = 1_024
+# `profile --tp N` on the CPU starts N processes, each with its copy of torch and its shards:
+# ranks may share a CPU, this many each at most.
+CPU_RANKS_PER_CPU = 4
+# Timed runs of profile (--repeats) and untimed ones before them (--warmup).
+REPEATS_MAX = 1_000
+WARMUP_MAX = 100
+SEED_MAX = 2**64 - 1  # --seed: what torch's generators take
+# Sampling (generate): temperature 0 (greedy) to 100 (past ~10 the draw is all but uniform);
+# top-k at most a vocabulary.
+TEMPERATURE_MAX = 100.0
+TOP_K_MAX = INT_LIMITS["vocab_size"]
+# A chat template is a program (jinja2): one that runs longer than this is refused.
+CHAT_TEMPLATE_SECONDS = 5.0
+# A prompt's characters (as given, or as the chat template renders it): a context of 2**24
+# tokens at the usual ~4 characters a token, far beyond any command line (~2 MB).
+PROMPT_CHARS_MAX = 16_777_216
+
+# --- Input files (archscope/reads.py): regular files only, at most these bytes.
+# check-claims documents: the explainers are 20 to 120 KB; extraction is linear, ~1 s per MB.
+DOCUMENT_BYTES_MAX = 8 * 1024 * 1024
+# A checkpoint's JSON (model.safetensors.index.json: DeepSeek-V3's is 9 MB for 91K tensors;
+# generation_config.json: a few hundred bytes).
+CHECKPOINT_JSON_BYTES_MAX = 64 * 1024 * 1024
+# report --data: profile and benchmark records (a few KB each; the largest committed, 60 KB).
+DATA_JSON_BYTES_MAX = 16 * 1024 * 1024
+# JSON nesting: config.json nests 3 deep (text_config -> rope_parameters), records 4. Checked
+# before parsing: Python's json module recurses and fails near 1,000 levels.
+JSON_DEPTH_MAX = 64
+
 # Messages (defined in archscope/errors.py, which every InputError can use): a quoted bad
 # value is cut to QUOTE_MAX characters with "...", a whole message to MESSAGE_MAX.
-__all__ = ["WHERE", "INT_LIMITS", "LIST_LIMITS", "LAYER_PICKS_MAX", "YAML_BYTES_MAX",
-           "YAML_DEPTH_MAX", "YAML_NODES_MAX", "EXTENDS_MAX", "QUOTE_MAX", "MESSAGE_MAX",
-           "field_name", "int_limit_error", "list_limit_error", "check_yaml"]
+__all__ = ["WHERE", "INT_LIMITS", "FLOAT_LIMITS", "LIST_LIMITS", "LAYER_PICKS_MAX",
+           "YAML_BYTES_MAX", "YAML_DEPTH_MAX", "YAML_NODES_MAX", "EXTENDS_MAX", "QUOTE_MAX",
+           "MESSAGE_MAX", "field_name", "int_limit_error", "float_limit_error",
+           "list_limit_error"]
 
 
 def field_name(key: str) -> str:
@@ -128,95 +198,17 @@ def int_limit_error(key: str, value: int) -> str | None:
     return f"{quote(value)} is beyond the limit {bound} ({WHERE})"
 
 
+def float_limit_error(key: str, value: float) -> str | None:
+    """Why finite number `value` at `key` is out of range, or None when it fits (0 always)."""
+    low, high = FLOAT_LIMITS.get(field_name(key), FALLBACK_FLOAT)
+    if value == 0 or low <= abs(value) <= high:
+        return None
+    side = f"beyond the limit {high:g}" if abs(value) > high else f"below the limit {low:g}"
+    return f"{quote(value)} is {side} in magnitude ({WHERE})"
+
+
 def list_limit_error(key: str, length: int) -> str | None:
     limit = LIST_LIMITS.get(field_name(key))
     if limit is None or length <= limit:
         return None
     return f"{length:,} entries is beyond the limit {limit:,} ({WHERE})"
-
-
-_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
-_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-
-
-def check_yaml(text: str, loader, where: str, key: str | None) -> None:
-    """Refuse YAML text beyond YAML_BYTES_MAX, nesting beyond YAML_DEPTH_MAX, or more than
-    YAML_NODES_MAX nodes with aliases expanded (memoised per anchor: an alias adds the size of
-    what it names), before anything is composed. One pass over `loader`'s event stream, which
-    libyaml makes without recursion: no document can overflow a stack here, and the composer
-    that follows never sees a deep or exploding one. yaml.YAMLError for malformed text.
-    """
-    if len(text) > YAML_BYTES_MAX:  # characters: at most the bytes
-        raise SpecError(f"{len(text):,} characters is beyond the limit {YAML_BYTES_MAX:,} "
-                        f"({WHERE})", where=where, key=key)
-    try:
-        _walk(yaml.parse(text, Loader=loader), where, key)
-    except yaml.scanner.ScannerError as err:
-        if "nesting depth" not in str(err.problem):
-            raise
-        # libyaml 0.2.6 (in PyYAML 6.0.4's wheels) refuses flow nesting past 1,000 levels
-        # itself, while it looks ahead for a key, before this walk sees the 64th level, so
-        # its message names no key. Python's own scanner (iterative too; at most 1 MiB of
-        # text) has no such limit: walk its events to refuse at our limit, naming the key.
-        _walk(yaml.parse(text, Loader=yaml.SafeLoader), where, key)
-        raise
-
-
-def _walk(events, where: str, key: str | None) -> None:
-    stack: list[list] = []  # per open collection: [is_mapping, children, last key, start, anchor]
-    sizes: dict[str, int] = {}  # anchor -> expanded node count; -1 while still open
-    total = 0  # nodes so far, aliases expanded
-    for event in events:
-        if isinstance(event, _OPEN):
-            if len(stack) >= YAML_DEPTH_MAX:
-                _shape_error(f"nested deeper than {YAML_DEPTH_MAX} levels", event, stack, where,
-                             key)
-            if stack and stack[-1][0] and stack[-1][1] % 2 == 0:  # a mapping's complex key
-                stack[-1][2] = "?"
-            stack.append([isinstance(event, yaml.MappingStartEvent), 0, "?", total, event.anchor])
-            if event.anchor:
-                sizes[event.anchor] = -1
-            size = 1
-        elif isinstance(event, _CLOSE):
-            *_, start, anchor = stack.pop()
-            if anchor:
-                sizes[anchor] = total - start
-            size = 0
-        elif isinstance(event, yaml.AliasEvent):
-            size = sizes.get(event.anchor, 1)  # an unknown anchor: the composer says so
-            if size < 0:
-                raise SpecError(f"alias *{shorten(event.anchor)} is inside the node it names",
-                                where=where, key=_path(stack, key))
-        elif isinstance(event, yaml.ScalarEvent):
-            size = 1
-            if event.anchor:
-                sizes[event.anchor] = 1
-        else:  # stream and document start and end
-            continue
-        total += size
-        if total > YAML_NODES_MAX:
-            _shape_error(f"more than {YAML_NODES_MAX:,} YAML nodes once aliases are expanded",
-                         event, stack, where, key)
-        if stack and not isinstance(event, _OPEN):  # a child of stack[-1] is complete
-            parent = stack[-1]
-            if parent[0] and parent[1] % 2 == 0 and isinstance(event, yaml.ScalarEvent):
-                parent[2] = shorten(str(event.value))  # a mapping's key
-            parent[1] += 1
-
-
-def _shape_error(what: str, event, stack: list[list], where: str, key: str | None):
-    mark = event.start_mark
-    raise SpecError(f"{what}, the limit (line {mark.line + 1}, column {mark.column + 1}; "
-                    f"{WHERE})", where=where, key=_path(stack, key))
-
-
-def _path(stack: list[list], key: str | None) -> str | None:
-    """The dotted key of the node being read, such as `layers[0].ffn`."""
-    out = key or ""
-    for is_mapping, children, last, *_ in stack:
-        if is_mapping:
-            part = last if children % 2 else "?"  # an odd count: a value follows its key
-            out = f"{out}.{part}" if out else part
-        else:
-            out += f"[{children}]"
-    return shorten(out) if out else None

@@ -9,9 +9,11 @@ from typing import Any, Iterable
 
 import yaml
 
-from archscope.errors import SpecError, quote, shorten
+from archscope.errors import InputError, SpecError, quote, shorten
+from archscope.reads import read_text
 from archscope.spec import limits
 from archscope.spec.fields import did_you_mean, from_mapping, to_mapping
+from archscope.spec.yaml_shape import check_yaml
 from archscope.spec.schema import ModelSpec
 
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "model_specs"
@@ -56,6 +58,15 @@ _Loader.yaml_implicit_resolvers = {
     for k, v in _Loader.yaml_implicit_resolvers.items()
 }
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+# YAML 1.1's integers less its base-60 form (`1:30` is 90) and its leading-zero octal (`017` is
+# 15): both silently change a number a person wrote (and `select: 1:30` is a slice). Such text
+# stays a string, which an integer key refuses by name.
+_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$")
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:int"]
+    for k, v in _Loader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
 
 
 def parse_yaml(text: str, where: str, key: str | None = None) -> Any:
@@ -66,7 +77,7 @@ def parse_yaml(text: str, where: str, key: str | None = None) -> Any:
     can overflow a stack), and only then is the document composed and built.
     """
     try:
-        limits.check_yaml(text, _Loader, where, key)
+        check_yaml(text, _Loader, where, key)
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a safe loader
     except SpecError:
         raise
@@ -132,10 +143,8 @@ def _raw_mapping(model: str | Path) -> tuple[dict, str]:
         from archscope.spec.hf import mapping_from_hf_config
 
         return mapping_from_hf_config(path), str(path)
-    if path.suffix in (".yaml", ".yml") or _is(path, "exists"):
-        if not _is(path, "is_file"):
-            raise SpecError("no such file", where=text)
-        return _resolve_extends(_read_yaml(path), path, seen=()), text
+    if path.suffix in (".yaml", ".yml") or _is(path, "exists"):  # a FIFO or a device too:
+        return _resolve_extends(_read_yaml(path), path, seen=()), text  # _read_yaml says so
     if _is(PRESETS_DIR / f"{text}.yaml", "is_file"):
         preset = PRESETS_DIR / f"{text}.yaml"
         return _resolve_extends(_read_yaml(preset), preset, seen=()), str(preset)
@@ -156,15 +165,10 @@ def _is(path: Path, test: str) -> bool:
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        with path.open("rb") as file:
-            data = file.read(limits.YAML_BYTES_MAX + 1)
-        if len(data) > limits.YAML_BYTES_MAX:
-            raise SpecError(f"the file is beyond the limit of {limits.YAML_BYTES_MAX:,} bytes "
-                            f"({limits.WHERE})", where=str(path))
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpecError(f"cannot read: {err}", where=str(path)) from None
+    try:  # a regular file only (a FIFO would block, /dev/zero never end), within the limit
+        text = read_text(path, limits.YAML_BYTES_MAX, "spec")
+    except InputError as err:
+        raise SpecError(str(err)) from None  # the message names the file
     data = parse_yaml(text, str(path))
     if not isinstance(data, dict):
         raise SpecError(f"a spec must be a YAML mapping, got {type(data).__name__}",

@@ -4,8 +4,8 @@ Only facts are stored; anything derived (group size, MLA q/k head dim, expansion
 per-layer plan) is a property. Each class checks its own consistency in `validate`, raising
 SpecError with the key at fault; `fields.from_mapping` adds the dotted prefix and file name.
 
-This module holds the whole model (ModelSpec) and Granite's multipliers; the per-layer
-overrides and plan are in `layers`, the components (norm, position, router, FFN) in
+This module holds the whole model (ModelSpec); the per-layer overrides and plan are in
+`layers`, the components (norm, FFN, multipliers, LM head; position and router re-exported) in
 `components`, attention in `attention`, the state mixers in `mamba2` and `gated_deltanet`;
 all are re-exported here.
 """
@@ -19,10 +19,10 @@ from functools import cached_property
 from archscope.errors import SpecError, quote
 from archscope.spec.checks import positive, require
 from archscope.spec.attention import AttentionKind, AttentionSpec, QKNorm
-from archscope.spec.components import (Activation, FFNKind, FFNSpec, NormKind, NormPosition,
-                                       NormSpec, PositionKind, PositionSpec, RouterMethod,
-                                       RouterScoring, RouterSpec, RouterWeights, ScalingKind,
-                                       ScalingSpec)
+from archscope.spec.components import (Activation, FFNKind, FFNSpec, HeadSpec, Multipliers,
+                                       NormKind, NormPosition, NormSpec, PositionKind,
+                                       PositionSpec, RouterMethod, RouterScoring, RouterSpec,
+                                       RouterWeights, ScalingKind, ScalingSpec)
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
 from archscope.spec.layers import LayerOverride, LayerPlan
 from archscope.spec.limits import LAYER_PICKS_MAX
@@ -35,32 +35,6 @@ __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers", "HeadSpec",
            "NormKind", "NormPosition", "QKNorm", "PositionKind", "ScalingKind", "AttentionKind",
            "FFNKind", "Activation", "RouterMethod", "RouterScoring", "RouterWeights",
            "Mamba2Spec", "GatedDeltaNetSpec", "StateMixerSpec"]
-
-
-@dataclass(frozen=True)
-class Multipliers:
-    """Granite's scale factors (HF: embedding_multiplier, attention_multiplier,
-    residual_multiplier, logits_scaling)."""
-
-    embedding: float = 1.0  # token embeddings are multiplied by it
-    attention: float | None = None  # softmax scale; null means 1/sqrt(q/k head dim)
-    residual: float = 1.0  # each sublayer's output is multiplied by it before the residual add
-    logits: float = 1.0  # logits are divided by it (HF's logits_scaling)
-
-    def validate(self) -> None:
-        positive(self, "embedding", "attention", "residual", "logits")
-
-
-@dataclass(frozen=True)
-class HeadSpec:
-    """The LM head beyond its matrix: a bias (Phi-2's lm_head), a soft cap on the logits,
-    cap * tanh(logits / cap) (Gemma 2's final_logit_softcapping)."""
-
-    bias: bool = False
-    softcap: float | None = None
-
-    def validate(self) -> None:
-        positive(self, "softcap")
 
 
 @dataclass(frozen=True)
@@ -129,6 +103,11 @@ class ModelSpec:
                 else "layers"
             raise SpecError(f"window ({w}) is larger than the context max_seq_len "
                             f"({self.max_seq_len})", key=key)
+        a = layer.attention
+        if a.rope and self.position.kind == "rope" and a.kind == "gqa" and a.rotary_dim % 2:
+            key = "attention.head_dim" if a.head_dim == self.attention.head_dim else "layers"
+            raise SpecError(f"RoPE rotates pairs of dims, so head_dim must be even, got "
+                            f"{a.head_dim}", key=key)  # torch's rotation fails at run time
         if layer.attention.kind == "mla" and self.position.kind != "rope":
             raise SpecError("MLA's decoupled key needs position.kind 'rope'", key="position.kind")
         if layer.attention.rotary_fraction != self.attention.rotary_fraction:

@@ -8,15 +8,18 @@ allows pickles) `pytorch_model.bin` / its shards / `*.pt`, read with `weights_on
 
 from __future__ import annotations
 
-import json
+import os
 import pickle
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import torch
 
-from archscope.errors import CheckpointError
+from archscope.errors import CheckpointError, InputError, quote
+from archscope.reads import kind_of, read_json
+from archscope.spec.limits import CHECKPOINT_JSON_BYTES_MAX, JSON_DEPTH_MAX
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 try:
@@ -51,6 +54,7 @@ def find_checkpoint(folder: str | Path, allow_pickle: bool = False) -> Checkpoin
     folder = Path(folder)
     if not folder.is_dir():
         raise CheckpointError(f"{folder}: no such checkpoint folder")
+    check_entries(folder)
     safetensors = _listed(folder, SAFETENSORS_INDEX, "model.safetensors", "*.safetensors")
     if safetensors:
         return CheckpointFiles(folder, "safetensors", safetensors, _safetensors_index(safetensors,
@@ -69,24 +73,54 @@ def find_checkpoint(folder: str | Path, allow_pickle: bool = False) -> Checkpoin
     return CheckpointFiles(folder, "pickle", pickles, _pickle_index(pickles))
 
 
+def check_entries(folder: Path) -> None:
+    """CheckpointError naming the first entry of `folder` that is neither a regular file nor a
+    folder (a FIFO, a device, a socket, a broken link): transformers and safetensors would
+    block on a FIFO or read a device without end. Only names, no contents, are looked at."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            try:
+                mode = os.stat(entry.path).st_mode  # through links, as a reader would go
+            except OSError:
+                raise CheckpointError(f"{entry.path}: a broken link in the checkpoint folder; "
+                                      f"remove it") from None
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise CheckpointError(f"{entry.path}: is {kind_of(mode)}; a checkpoint folder "
+                                      f"holds regular files")
+
+
+def read_index(index: Path) -> dict[str, str]:
+    """An index file's weight_map (tensor name -> shard file name in the folder), checked."""
+    try:
+        data = read_json(index, CHECKPOINT_JSON_BYTES_MAX, JSON_DEPTH_MAX, "index")
+    except InputError as err:
+        raise CheckpointError(str(err)) from None
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict):
+        raise CheckpointError(f"{index}: not a valid index: expected a JSON object with a "
+                              f"'weight_map' of tensor name -> file name, got "
+                              f"{quote(weight_map if isinstance(data, dict) else data)}")
+    for name, file in weight_map.items():
+        if not isinstance(file, str) or not file or file != Path(file).name or \
+                file in (".", ".."):
+            raise CheckpointError(f"{index}: weight_map[{quote(name)}]: expected the name of a "
+                                  f"file in the folder, got {quote(file)}")
+    return weight_map
+
+
 def _listed(folder: Path, index_name: str, single: str, pattern: str) -> tuple[Path, ...]:
     """The files an index lists (each must exist), else the single file, else any match."""
     index = folder / index_name
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-            names = sorted(set(weight_map.values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            raise CheckpointError(f"{index}: not a valid index ({type(err).__name__}: {err}); "
-                                  f"expected JSON with a 'weight_map' of tensor -> file") from None
+    if index.exists():
+        names = sorted(set(read_index(index).values()))
         missing = [n for n in names if not (folder / n).is_file()]
         if missing:
             raise CheckpointError(f"{index}: lists shard(s) that are not in the folder: "
-                                  f"{', '.join(missing)}")
+                                  f"{listing(missing)}")
         return tuple(folder / n for n in names)
     if (folder / single).is_file():
         return (folder / single,)
-    return tuple(sorted(folder.glob(pattern)))
+    return tuple(p for p in sorted(folder.glob(pattern)) if p.is_file())
 
 
 def _safetensors_index(files: tuple[Path, ...], folder: Path) -> dict[str, TensorInfo]:
@@ -110,7 +144,7 @@ def _check_index_agrees(index: Path, tensors: dict[str, TensorInfo]) -> None:
     """An index that names a tensor its shard lacks is a half-copied checkpoint."""
     if not index.is_file():
         return
-    weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+    weight_map = read_index(index)
     wrong = [f"{name} (index says {file}, "
              f"{'found in ' + tensors[name].file.name if name in tensors else 'in no shard'})"
              for name, file in weight_map.items()

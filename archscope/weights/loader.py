@@ -24,7 +24,8 @@ from archscope.nn.build import build_model
 from archscope.nn.model import DecoderLM
 from archscope.spec import ModelSpec
 from archscope.weights import experts
-from archscope.weights.files import CheckpointFiles, find_checkpoint, read_tensors
+from archscope.weights.files import (CheckpointFiles, check_entries, find_checkpoint,
+                                      read_tensors)
 from archscope.weights.mapping import Part, hf_to_ours, joined, table_for
 from archscope.weights.placement import Placement, dispatch, plan
 from archscope.weights.spec_check import (check_not_packed, check_same_network, config_path,
@@ -101,6 +102,7 @@ def check_folder(folder: str | Path) -> Path:
     if not path.is_dir():
         raise CheckpointError(f"{folder}: not a folder; a checkpoint is a folder holding "
                               f"config.json and the weights")
+    check_entries(path)
     return path
 
 

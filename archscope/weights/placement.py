@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from archscope.devices import available_bytes, resolve_device
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 
 DEVICE_MAPS = ("auto", "balanced", "sequential")
 NO_SPLIT = ["Block"]  # a decoder layer's sublayers share its residual stream: keep it whole
@@ -84,7 +84,7 @@ def check_device_map(device_map) -> None:
     """Refuse a named device map ("auto", ...) where there is no CUDA GPU to spread over (it
     would silently run everything on the CPU)."""
     if isinstance(device_map, str) and not cuda_available():
-        raise InputError(f"device_map {device_map!r} spreads a model over CUDA GPUs, but no "
+        raise InputError(f"device_map {quote(device_map)} spreads a model over CUDA GPUs, but no "
                          f"CUDA GPU is available here; use device 'cpu' (no device_map)")
 
 
@@ -93,7 +93,7 @@ def _infer(model: nn.Module, kind: str, max_memory: dict | None) -> dict:
     from accelerate.utils import get_balanced_memory
 
     if kind not in DEVICE_MAPS:
-        raise InputError(f"device_map {kind!r}: expected one of {', '.join(DEVICE_MAPS)}")
+        raise InputError(f"device_map {quote(kind)}: expected one of {', '.join(DEVICE_MAPS)}")
     dtype = next(model.parameters()).dtype
     if kind != "sequential":  # auto = balanced, as in transformers: spread over the GPUs evenly
         max_memory = get_balanced_memory(model, max_memory, no_split_module_classes=NO_SPLIT,

@@ -8,22 +8,24 @@ both values, e.g. "attention.n_kv_heads: llama-3.2-1b has 8, the checkpoint's co
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-from archscope.errors import CheckpointError, InputError
+from archscope.errors import CheckpointError, InputError, quote
+from archscope.reads import check_regular, read_json
 from archscope.spec import ModelSpec
 from archscope.spec.families.registry import find
+from archscope.spec.hf_keys import JSON_BYTES_MAX
+from archscope.spec.limits import JSON_DEPTH_MAX
 from archscope.spec.resolved import resolved
-
 
 
 def config_path(folder: str | Path) -> Path:
     path = Path(folder) / "config.json"
-    if not path.is_file():
+    if not path.exists():
         raise CheckpointError(f"{folder}: no config.json: an HF checkpoint folder holds its "
                               f"config.json beside the weights")
+    check_regular(path, "config.json")  # a FIFO would block its reader
     return path
 
 
@@ -31,13 +33,13 @@ def model_type(folder: str | Path) -> str:
     """The config.json's model_type (it picks the weight-name table), as the transformers type
     whose class the file names when transformers registers none (Kimi K2: deepseek_v3)."""
     path = config_path(folder)
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))["model_type"]
-        family = find(found) if isinstance(found, str) else None
-        return family.class_of or found if family is not None else found
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise CheckpointError(f"{path}: cannot read model_type ({type(err).__name__}: {err})"
-                              ) from None
+    data = read_json(path, JSON_BYTES_MAX, JSON_DEPTH_MAX, "config.json")
+    found = data.get("model_type") if isinstance(data, dict) else None
+    if not isinstance(found, str):
+        raise CheckpointError(f"{path}: model_type: expected the name of a transformers model "
+                              f"type, got {quote(found)}")
+    family = find(found)
+    return family.class_of or found if family is not None else found
 
 
 # quantization methods whose checkpoints the loader turns into float weights (weights/mxfp4.py)
@@ -51,8 +53,9 @@ def check_not_packed(folder: str | Path) -> None:
     so no float model of the same network loads from it."""
     path = config_path(folder)
     try:
-        quant = json.loads(path.read_text(encoding="utf-8")).get("quantization_config")
-    except (OSError, ValueError, AttributeError):
+        quant = read_json(path, JSON_BYTES_MAX, JSON_DEPTH_MAX, "config.json").get(
+            "quantization_config")
+    except (InputError, OSError, ValueError, AttributeError):
         return  # model_type() and the spec's own read name what is wrong with the file
     method = quant.get("quant_method") if isinstance(quant, dict) else None
     if method is not None and method not in DEQUANTISED:

@@ -5,10 +5,14 @@ as they come.
 
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote, shorten
+from archscope.interrupts import TimeLimitExceeded, time_limit
+from archscope.reads import read_json
+from archscope.spec.limits import (CHAT_TEMPLATE_SECONDS, CHECKPOINT_JSON_BYTES_MAX,
+                                   JSON_DEPTH_MAX, PROMPT_CHARS_MAX)
 
 
 def load_tokenizer(folder: str | Path):
@@ -22,26 +26,42 @@ def load_tokenizer(folder: str | Path):
                          f"beside the weights; generate needs the checkpoint's own tokenizer")
     try:
         return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    except (OSError, ValueError, KeyError) as err:
+    except ImportError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the folder's files, read by transformers, which
+        # raises what its parsers and validators raise (OSError, ValueError, huggingface_hub's
+        # StrictDataclassError...): each is a file of this folder that cannot be used
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise InputError(f"{folder}: cannot load the tokenizer ({type(err).__name__}: "
-                         f"{str(err).splitlines()[0] if str(err) else ''})") from None
+                         f"{shorten(first, 160)})") from None
 
 
 def eos_ids(folder: str | Path, tokenizer=None) -> list[int]:
     """Every end-of-sequence id the checkpoint declares: generation_config.json first, then
-    config.json, then the tokenizer's eos token (each may be one id or a list)."""
+    config.json, then the tokenizer's eos token (each may be one id or a list). A file that is
+    no JSON object, or whose eos_token_id is not null, an id or a list of ids, is refused
+    naming it: generation would otherwise not stop where the model ends. (An id past the
+    vocabulary is kept: transformers' own default configs carry one; it is never generated.)"""
     ids: list[int] = []
     for name in ("generation_config.json", "config.json"):
         path = Path(folder) / name
-        if path.is_file():
-            try:
-                value = json.loads(path.read_text(encoding="utf-8")).get("eos_token_id")
-            except (OSError, ValueError, AttributeError):
-                continue
-            ids += _ints(value)
+        if path.exists():
+            data = read_json(path, CHECKPOINT_JSON_BYTES_MAX, JSON_DEPTH_MAX, name)
+            if not isinstance(data, dict):
+                raise InputError(f"{path}: expected a JSON object, got {quote(data)}")
+            ids += _checked_ids(data.get("eos_token_id"), path)
     if tokenizer is not None:
         ids += _ints(tokenizer.eos_token_id)
     return list(dict.fromkeys(ids))
+
+
+def _checked_ids(value, path: Path) -> list[int]:
+    ids = _ints(value)
+    values = value if isinstance(value, list) else [] if value is None else [value]
+    if len(ids) != len(values) or any(i < 0 for i in ids):
+        raise InputError(f"{path}: eos_token_id: expected a token id or a list of them, got "
+                         f"{quote(value)}")
+    return ids
 
 
 def _ints(value) -> list[int]:
@@ -53,17 +73,63 @@ def prompt_ids(tokenizer, prompt: str, chat: bool = False, system: str | None = 
                ) -> list[int]:
     """The prompt's ids: with `chat`, one user turn (and a system turn) through the tokenizer's
     chat template, ending where the assistant's answer starts; else the plain text with the
-    tokenizer's own special tokens (Llama's begin-of-text)."""
+    tokenizer's own special tokens (Llama's begin-of-text). InputError for a prompt that is no
+    text, or gives no token, and for a chat template that fails or runs too long."""
+    _check_text(prompt, "the prompt")
+    if system is not None:
+        _check_text(system, "the system message")
     if not chat:
-        return list(tokenizer(prompt)["input_ids"])
+        return _nonempty(list(tokenizer(prompt)["input_ids"]), "the prompt")
     if not getattr(tokenizer, "chat_template", None):
         raise InputError("chat=True: this tokenizer has no chat template (base checkpoints "
                          "have none; use an -Instruct checkpoint, or chat=False)")
     messages = ([{"role": "system", "content": system}] if system else []) + \
         [{"role": "user", "content": prompt}]
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    text = _render_chat(tokenizer, messages)
     # the template already wrote the special tokens (begin-of-text): do not add them twice
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return _nonempty(list(tokenizer(text, add_special_tokens=False)["input_ids"]),
+                     "the chat template's prompt")
+
+
+_NOT_TEXT = re.compile("[\0\ud800-\udfff]")
+
+
+def _check_text(text: str, what: str) -> None:
+    """Text a tokenizer can take: no NUL, no undecodable bytes (which Python keeps as lone
+    surrogates from a command line that is not UTF-8), within PROMPT_CHARS_MAX characters."""
+    if len(text) > PROMPT_CHARS_MAX:
+        raise InputError(f"{what} has {len(text):,} characters, beyond the limit "
+                         f"{PROMPT_CHARS_MAX:,} (archscope/spec/limits.py)")
+    bad = _NOT_TEXT.search(text)
+    if bad:
+        kind = "a NUL byte" if bad[0] == "\0" else "bytes that are not UTF-8"
+        raise InputError(f"{what} holds {kind} at character {bad.start()}: give UTF-8 text")
+
+
+def _nonempty(ids: list[int], what: str) -> list[int]:
+    if not ids:
+        raise InputError(f"{what} gives no token: generation needs at least one")
+    return ids
+
+
+def _render_chat(tokenizer, messages: list[dict]) -> str:
+    """The chat template's text. The template is a program from the checkpoint folder: an
+    error in it, or one running past CHAT_TEMPLATE_SECONDS, is bad input naming it."""
+    try:
+        with time_limit(CHAT_TEMPLATE_SECONDS):
+            text = tokenizer.apply_chat_template(messages, tokenize=False,
+                                                 add_generation_prompt=True)
+    except TimeLimitExceeded:
+        raise InputError(f"the tokenizer's chat template ran past {CHAT_TEMPLATE_SECONDS:g} s "
+                         f"(a loop without end?); fix the template or use chat=False") from None
+    except Exception as err:  # noqa: BLE001 - jinja2's errors, or Python's from inside it
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise InputError(f"the tokenizer's chat template fails: {type(err).__name__}: "
+                         f"{shorten(first, 160)}; fix the template or use chat=False") from None
+    if not isinstance(text, str):
+        raise InputError(f"the tokenizer's chat template gave {quote(text)}, not text")
+    _check_text(text, "the chat template's prompt")
+    return text
 
 
 class IncrementalText:

@@ -78,14 +78,27 @@ def check_tensors(table, model: nn.Module, ckpt: CheckpointFiles) -> set[str]:
     missing = [f"{n} {list(s)}" for n, s in expected.items() if n not in found]
     wrong = [f"{n}: checkpoint {list(found[n])}, expected {list(s)}"
              for n, s in expected.items() if n in found and found[n] != s]
+    # weights are numbers with a fraction: an integer or boolean tensor (int16) is no weight of
+    # any model archscope builds, and a cast would silently make one of it (MXFP4's packed
+    # bytes are shown as the float tensor they encode, experts.merged_view)
+    typed = [f"{name} is {info.dtype} in {info.file.name}" for name, info in ckpt.tensors.items()
+             if name not in skip and not _floating(info.dtype)]
     problems = [(f"{len(missing)} missing", missing), (f"{len(unexpected)} unexpected", unexpected),
-                (f"{len(wrong)} mis-shaped", wrong)]
+                (f"{len(wrong)} mis-shaped", wrong),
+                (f"{len(typed)} not floating-point", typed)]
     problems = [(label, items) for label, items in problems if items]
     if problems:
         parts = "; ".join(f"{label}: {listing(items)}" for label, items in problems)
         raise CheckpointError(f"{ckpt.folder}: the checkpoint does not match the model "
                               f"({len(expected)} tensors expected): {parts}")
     return skip
+
+
+def _floating(dtype: str) -> bool:
+    """Whether a safetensors dtype ("F32", "BF16", "F8_E4M3") or a torch one ("torch.float16")
+    is floating-point."""
+    name = dtype.removeprefix("torch.").upper()
+    return name.startswith(("F", "BF")) or name in ("HALF", "DOUBLE")
 
 
 class SkippedMTPWarning(UserWarning):

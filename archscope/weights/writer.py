@@ -24,10 +24,10 @@ from typing import Callable
 
 import torch
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.spec import ModelSpec
 from archscope.interrupts import cleanup_on_signals, signals_deferred
-from archscope.writes import check_destination, write_error
+from archscope.writes import check_destination, remove_stale, write_error
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -39,13 +39,16 @@ def parse_size(text: str | int) -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
     unit = m and _UNITS.get(m[2].upper())
     if not unit or float(m[1]) * unit < 1:
-        raise InputError(f"shard_size {text!r}: expected a size like 5GB, 500MB or 2GiB")
+        raise InputError(f"shard_size {quote(text)}: expected a size like 5GB, 500MB or 2GiB")
     return int(float(m[1]) * unit)
 
 
 def check_target(folder: str | Path, force: bool) -> Path:
     """Refuse, before any work, a folder that cannot (or must not) receive the checkpoint."""
     folder = check_destination(folder, "checkpoint folder")
+    if folder.is_symlink():  # the swap into place would replace the link, not its folder
+        raise InputError(f"checkpoint folder {folder}: is a symbolic link; give the folder it "
+                         f"points to")
     if folder.is_dir():  # it is staged beside itself, then swapped in: its parent is written
         check_destination(folder.absolute().parent, "folder holding the checkpoint")
         if any(folder.iterdir()) and not force:
@@ -77,6 +80,7 @@ def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype 
     plan(meta, device)  # memory check before materialising
     _check_disk(folder, weights_bytes(meta))
     parent = folder.resolve().parent
+    remove_stale(parent, folder.name, "partial")  # what a killed run left
     tmp = parent / f".{folder.name}.{os.getpid()}-{secrets.token_hex(3)}.partial"
     made: list[Path] = []
     with cleanup_on_signals() as guard, _write_errors(folder):

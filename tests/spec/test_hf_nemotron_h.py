@@ -56,7 +56,8 @@ def test_legacy_mamba_key_names_are_read(tmp_path):
 
 
 def _tiny(**changes):
-    return {**PUBLISHED, "hybrid_override_pattern": "M-*-", "hidden_size": 64,
+    published = {k: v for k, v in PUBLISHED.items() if k != "num_hidden_layers"}  # the pattern's
+    return {**published, "hybrid_override_pattern": "M-*-", "hidden_size": 64,
             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
             "intermediate_size": 96, "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2,
             "ssm_state_size": 8, "vocab_size": 512, **changes}

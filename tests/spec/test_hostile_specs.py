@@ -17,7 +17,7 @@ import yaml
 
 from archscope.errors import MESSAGE_MAX, SpecError, quote
 from archscope.spec import ModelSpec, load_spec, preset_names
-from archscope.spec import limits
+from archscope.spec import limits, yaml_shape
 from archscope.spec.fields import to_mapping
 from archscope.spec.loader import PRESETS_DIR, parse_yaml
 
@@ -133,7 +133,7 @@ def test_a_scanner_that_refuses_the_depth_itself_still_names_the_key():
         for _ in yaml.parse(text, Loader=_ScannerWithADepthLimit):
             pass
     with pytest.raises(SpecError, match="nested deeper") as err:
-        limits.check_yaml(text, _ScannerWithADepthLimit, "deep.yaml", None)
+        yaml_shape.check_yaml(text, _ScannerWithADepthLimit, "deep.yaml", None)
     assert err.value.key.startswith("n_layers[0][0]")
     other = yaml.scanner.ScannerError("while scanning", None, "found a tab", None)
 
@@ -141,7 +141,7 @@ def test_a_scanner_that_refuses_the_depth_itself_still_names_the_key():
         def fetch_more_tokens(self):
             raise other
     with pytest.raises(yaml.scanner.ScannerError) as err:  # any other complaint stays as it is
-        limits.check_yaml(text, _OtherComplaint, "deep.yaml", None)
+        yaml_shape.check_yaml(text, _OtherComplaint, "deep.yaml", None)
     assert err.value is other
 
 

@@ -10,6 +10,7 @@ states ("**64 MB** (window=4096)" -> "64 MB", "24 heads × 128 = 3,072" -> "3,07
 
 from __future__ import annotations
 
+import functools
 import re
 
 # (pattern on the lower-cased label, quantity), first match wins; the order matters ("kv heads"
@@ -69,17 +70,20 @@ STATED = re.compile(rf"(?:[<>]\s*)?(?:[~≈]\s*)?{_NUM}(?:\s*[-–]\s*{_NUM})?\s
                     rf"(?:\s*:\s*{_NUM})?")
 
 
+@functools.lru_cache(maxsize=4096)  # a table asks of each label once per row
 def quantity_of(label: str) -> str | None:
     low = label.lower().strip(" :*")
     return next((q for pattern, q in LABELS if re.search(pattern, low)), None)
 
 
+@functools.lru_cache(maxsize=4096)  # a table asks of each label once per row
 def component_of(label: str) -> tuple[str, str] | None:
     low = re.sub(r"^\d+\s*[×x]\s*", "", label.lower().strip(" :*"))
     low = re.sub(r"\s*\(.*\)$", "", low)
     return next(((q, share) for p, q, share in COMPONENTS if re.search(p, low)), None)
 
 
+@functools.lru_cache(maxsize=4096)  # a table asks of each label once per row
 def category_of(value: str) -> str | None:
     low = value.lower()
     return next((q for pattern, q in CATEGORIES if re.search(pattern, low)), None)
@@ -98,25 +102,37 @@ def categories_in(value: str) -> list[tuple[str, str]]:
     return [(q, value)]
 
 
+@functools.lru_cache(maxsize=4096)  # a table asks of each label once per row
 def variant_of(label: str) -> str | None:
     low = label.lower()
     hits = [v for v, pattern in VARIANTS.items() if re.search(pattern, low)]
     return hits[0] if len(hits) == 1 else None
 
 
+_SEQ = re.compile(r"\bseq(?:_len|uence length| len)?\s*[=:]\s*([\d,]+)\s*(K\b)?", re.I)
+# starting only where a run of digits and commas starts: from each of its digits, the run would
+# be read again to its end (a megabyte of "1,1,1,..." in n squared)
+_CONTEXT = re.compile(r"(?<![\d,])\b([\d,]+)\s*(K)?[- ](?:token )?context\b", re.I)
+_AT_TOKENS = re.compile(r"\bat\s+([\d,]+)\s*(K)?\s+tokens\b", re.I)
+
+
 def conditions_in(text: str) -> dict:
     """seq_len and dtype a text states: "seq_len=4096", "seq=1024", "8K context", "FP16"."""
     out: dict = {}
-    m = re.search(r"\bseq(?:_len|uence length| len)?\s*[=:]\s*([\d,]+)\s*(K\b)?", text, re.I) \
-        or re.search(r"\b([\d,]+)\s*(K)?[- ](?:token )?context\b", text, re.I) \
-        or re.search(r"\bat\s+([\d,]+)\s*(K)?\s+tokens\b", text, re.I)
-    if m:
-        n = int(m[1].replace(",", ""))
-        out["seq_len"] = n * 1024 if m[2] else n
+    m = _SEQ.search(text) or _CONTEXT.search(text) or _AT_TOKENS.search(text)
+    digits = m[1].replace(",", "") if m else ""
+    if digits and len(digits) <= 12:  # a context, not a comma alone or a run of digits
+        out["seq_len"] = int(digits) * 1024 if m[2] else int(digits)
     d = re.search(r"\b(" + "|".join(DTYPES) + r")\b", text, re.I)
     if d:
         out["dtype"] = DTYPES[d[1].lower()]
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def label_conditions(label: str) -> tuple:
+    """`conditions_in(label)` as (key, value) pairs, once per label however many rows ask."""
+    return tuple(conditions_in(label).items())
 
 
 def stated_in(cell: str) -> str | None:

@@ -13,8 +13,18 @@ import re
 from dataclasses import dataclass, field
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
+# What is copied into every item after it (a heading into its section's lines and tables, a
+# label or the line before into the next line's context) and a table cell are cut to this many
+# characters: text longer than that is no heading, label or cell, and copying it whole made a
+# megabyte heading cost a megabyte per line (the explainers': at most 82 in a cell, 72 in a
+# heading).
+PIECE_MAX = 300
 _SEPARATOR = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-*:?\s*)*\|?\s*$")
 _MERMAID_LABEL = re.compile(r"\[\s*\"([^\"]+)\"\s*\]|\{\s*\"([^\"]+)\"\s*\}")
+
+
+def _piece(text: str) -> str:
+    return text if len(text) <= PIECE_MAX else text[:PIECE_MAX - 1] + "…"
 
 
 def clean(text: str) -> str:
@@ -56,7 +66,7 @@ def _cells(row: str) -> list[str]:
     row = row.strip()
     row = row[1:] if row.startswith("|") else row
     row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
-    return [clean(c) for c in re.split(r"(?<!\\)\|", row)]
+    return [_piece(clean(c)) for c in re.split(r"(?<!\\)\|", row)]
 
 
 def parse(text: str) -> Document:
@@ -74,7 +84,7 @@ def parse(text: str) -> Document:
             continue
         heading = None if fence else _HEADING.match(stripped)
         if heading:
-            section = clean(heading[2])
+            section = _piece(clean(heading[2]))
             doc.title = doc.title or (section if len(heading[1]) == 1 else "")
             label, since_heading, previous = "", [], ""
             i += 1
@@ -99,10 +109,10 @@ def parse(text: str) -> Document:
                 if cleaned:
                     doc.lines.append(Line(section, i + 1, cleaned, t,
                                           f"{section} {label} {previous}", fenced=bool(fence)))
-                    previous = cleaned
+                    previous = _piece(cleaned)
             if not fence:
-                since_heading.append(clean(stripped))
+                since_heading.append(_piece(clean(stripped)))
                 if re.match(r"^\*\*[^*]+\*\*:?\s*$", stripped) or stripped.endswith(":"):
-                    label = clean(stripped)
+                    label = _piece(clean(stripped))
         i += 1
     return doc

@@ -13,6 +13,8 @@ claims are unverifiable, never wrong.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from itertools import accumulate
 from pathlib import Path
 
 from archscope.spec import preset_names
@@ -26,11 +28,14 @@ SPELLINGS = document_spellings()
 # A bare family word, when the document names no model of that family.
 FAMILY = usual_presets()
 _DROP = {"instruct", "chat", "base", "it", "hf"}
-_TOKEN = (r"(?:v?\d+(?:\.\d+)*[a-z]?|\d+x\d+b|a\d+[bm]|xl|large|medium|small|lite|code|oss|nano|"
-          r"instruct|chat|base)")
-MENTION = re.compile(rf"\b({'|'.join(FAMILIES)})((?:[\s_-]?{_TOKEN}\b)*)(?!-?[a-z])",
+# Every repetition below is bounded (a version of at most four parts of six digits, a name of
+# at most eight tokens): one attempt costs a bounded time wherever it starts, so a document is
+# read in time linear in its length, even a megabyte of "Llama 1.1 1.1 ..." or "Llama_1_1_...".
+_TOKEN = (r"(?:v?\d{1,6}(?:\.\d{1,6}){0,3}[a-z]?|\d{1,4}x\d{1,6}b|a\d{1,6}[bm]|xl|large|medium|"
+          r"small|lite|code|oss|nano|instruct|chat|base)")
+MENTION = re.compile(rf"\b({'|'.join(FAMILIES)})((?:[\s_-]?{_TOKEN}\b){{0,8}})(?!-?[a-z])",
                      re.IGNORECASE)
-SIZE_ONLY = re.compile(r"\b(\d+(?:\.\d+)?)\s?B[\s-]+(?:model|Model)\b")
+SIZE_ONLY = re.compile(r"\b(\d{1,6}(?:\.\d{1,6})?)\s?B[\s-]+(?:model|Model)\b")
 
 
 def norm(name: str) -> str:
@@ -74,9 +79,9 @@ class Resolver:
         for name in self.raw_map:
             for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE):
                 found.append((m.start(), m.end(), m[0], self.raw_map[name]))
-        taken = [(s, e) for s, e, *_ in found]
+        taken = _Spans(found)
         for m in MENTION.finditer(text):
-            if any(s <= m.start() < e for s, e in taken):
+            if taken.covers(m.start()):
                 continue
             tokens = [t for t in re.split(r"[\s_-]+", m[2].strip(" _-")) if t]
             kept = [t for t in tokens if t.lower() not in _DROP]
@@ -91,8 +96,9 @@ class Resolver:
         family = self._family(norm(self.default)) if self.default else \
             max(self.named, key=self.named.get, default="")
         if family:
+            named = _Spans(found)
             for m in SIZE_ONLY.finditer(text):
-                if not any(s <= m.start() < e for s, e, *_ in found):
+                if not named.covers(m.start()):
                     found.append((m.start(), m.end(), m[0],
                                   self._by_size(family, m[1].rstrip("0").rstrip("."))))
         return sorted(found)
@@ -108,18 +114,37 @@ class Resolver:
         return models.pop() if len(models) == 1 else None
 
 
+class _Spans:
+    """Whether a position falls inside one of some (start, end, ...) spans: a search in the
+    sorted starts, so that a line naming many models is read in n log n, not n squared."""
+
+    def __init__(self, spans):
+        self.spans = sorted((s, e) for s, e, *_ in spans)
+        self.starts = [s for s, _ in self.spans]
+        self.reach = list(accumulate((e for _, e in self.spans), max))  # furthest end so far
+
+    def covers(self, at: int) -> bool:
+        k = bisect_right(self.starts, at)
+        return k > 0 and self.reach[k - 1] > at
+
+
 def model_map_entries(entries) -> dict[str, str]:
     """`--model-map NAME=MODEL` strings -> {NAME: MODEL}; MODEL may be a config.json path."""
-    from archscope.errors import InputError
+    from archscope.errors import InputError, quote
+    from archscope.spec import load_spec
 
     out = {}
     for entry in entries:
         name, sep, model = entry.partition("=")
         if not sep or not name.strip() or not model.strip():
-            raise InputError(f"--model-map {entry!r}: expected NAME=MODEL (a preset, a YAML "
+            raise InputError(f"--model-map {quote(entry)}: expected NAME=MODEL (a preset, a YAML "
                              "spec or a config.json)")
         model = model.strip()
         if model not in preset_names() and not Path(model).exists():
-            raise InputError(f"--model-map {entry!r}: {model!r} is neither a preset nor a file")
+            raise InputError(f"--model-map {quote(entry)}: {quote(model)} is neither a preset nor a file")
+        try:  # now, not when a claim names it: a FIFO, /dev/zero or a bad spec is refused
+            load_spec(model)
+        except InputError as err:
+            raise InputError(f"--model-map {quote(entry)}: {err}") from None
         out[name.strip()] = model
     return out

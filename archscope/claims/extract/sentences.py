@@ -24,12 +24,54 @@ BYTES = re.compile(r"(KiB|MiB|GiB|TiB|KB|MB|GB|TB|bytes)\b")
 FLOPS = re.compile(r"(MFLOPs|GFLOPs|TFLOPs|FLOPs)\b")
 PARTS = re.compile(r"attention|mlp|ffn|proj|per layer|layer|head|norm|expert", re.I)
 _DTYPE = "|".join(DTYPES)
+STATED_MAX = 64  # characters of a stated figure: longer is a run of digits, not a number
+UNIT_LETTER = re.compile(r"[A-Za-z]")  # every figure _numeric reads has a unit or a suffix
+
+
+TEXT_MAX = 600  # a claim's text: its line, or a window of it around the number
+
+
+class _Facts:
+    """What the rules ask of one line, each answered once for the line (lower-cased text,
+    the text with its context, the conditions they state, whether a pattern occurs): asked
+    again for each number, they made a line of n numbers cost n times its length."""
+
+    def __init__(self, line):
+        self.line = line
+        self.text = line.text
+        self.low = line.text.lower()
+        self.context = f"{line.text} {line.context}".lower()
+        self._conds = None
+        self._found: dict = {}
+
+    @property
+    def conds(self) -> dict:
+        if self._conds is None:
+            self._conds = conditions_in(f"{self.line.context} {self.line.text}")
+        return self._conds
+
+    def has(self, pattern: str, where: str = "low") -> bool:
+        """Whether `pattern` occurs in `where` ("low", "context" or "text"), memoised."""
+        key = (pattern, where)
+        if key not in self._found:
+            self._found[key] = re.search(pattern, getattr(self, where)) is not None
+        return self._found[key]
 
 
 def _claim(q, stated, model, line, conditions=None, alternatives=()):
     return {"model": model, "quantity": q, "stated": stated.strip(), "section": line.section,
             "line": line.line, "text": line.text, "conditions": dict(conditions or {}),
             "alternatives": list(alternatives)}
+
+
+def _shown(text: str, start: int, end: int) -> str:
+    """The line as a claim shows it: whole up to TEXT_MAX characters, else a window around
+    the number (so that n claims of one long line do not print it n times)."""
+    if len(text) <= TEXT_MAX:
+        return text
+    half = (TEXT_MAX - (end - start)) // 2
+    lo, hi = max(0, start - half), min(len(text), end + half)
+    return ("…" if lo else "") + text[lo:hi] + ("…" if hi < len(text) else "")
 
 
 def line_claims(line, resolver, fallback) -> list[dict]:
@@ -43,11 +85,27 @@ def line_claims(line, resolver, fallback) -> list[dict]:
     model = named.pop() if named else fallback
     if not model:
         return []
-    for m in STATED.finditer(line.text):
-        before, after = line.text[:m.start()].rstrip(), line.text[m.end():].lstrip()
-        if not before.endswith(("×", "*")) and not after.startswith(("×", "*")):
-            out += _numeric(m, line, model)  # a factor of a product is not a claim
+    facts, text = _Facts(line), line.text
+    for m in STATED.finditer(text):
+        if len(m[0]) > STATED_MAX or not UNIT_LETTER.search(m[0]):
+            continue  # a run of digits, not a figure; or a bare number, which claims nothing
+        if _next_to(text, m.start() - 1, -1) in FACTOR or _next_to(text, m.end(), 1) in FACTOR:
+            continue  # a factor of a product is not a claim
+        for c in _numeric(m, facts, model):
+            c["text"] = _shown(text, m.start(), m.end())
+            out.append(c)
     return out
+
+
+FACTOR = ("×", "*")
+
+
+def _next_to(text: str, at: int, step: int) -> str | None:
+    """The first character from `at` on (towards `step`) that is not a space (None at an end):
+    each space is passed by one number's look, so a line costs its length once."""
+    while 0 <= at < len(text) and text[at].isspace():
+        at += step
+    return text[at] if 0 <= at < len(text) else None
 
 
 def _category_list(line, mentions) -> list[dict]:
@@ -60,27 +118,25 @@ def _category_list(line, mentions) -> list[dict]:
     value = re.split(r"\s[—–-]\s|:", m[1].strip(" -*"))[0].strip()
     if len(value) > 40:
         return []
-    return [_claim(q, part, model or f"?{written}", line) for q, part in categories_in(value)
-            for _, _, written, model in mentions]
+    shown = line.text if len(line.text) <= TEXT_MAX else line.text[:TEXT_MAX - 1] + "…"
+    return [{**_claim(q, part, model or f"?{written}", line), "text": shown}
+            for q, part in categories_in(value) for _, _, written, model in mentions]
 
 
-def _numeric(m, line, model) -> list[dict]:
-    stated = m[0]
+def _numeric(m, facts: _Facts, model) -> list[dict]:
+    stated, line = m[0], facts.line
     after = line.text[m.end():m.end() + 40]
-    text, low = line.text, line.text.lower()
-    context = f"{line.text} {line.context}".lower()
-    conds = conditions_in(f"{line.context} {line.text}")
     if BYTES.search(stated):
-        return _bytes(stated, after, line, model, low, context, conds)
+        return _bytes(stated, after, facts, model)
     if FLOPS.search(stated):
-        return _flops(stated, line, model, context)
+        return _flops(stated, facts, model)
     if re.search(r"\d\s*[BMT]$", stated) and re.match(r"\s*(total\s+)?(parameters|params)\b",
                                                     after, re.I):
-        if re.search(r"\bsav(ed|es|e|ing)\b", low):
+        if facts.has(r"\bsav(ed|es|e|ing)\b"):
             return [_claim("params_lm_head_weight", stated, model, line)]
-        if "embedding" in low:
+        if facts.has("embedding"):
             return [_claim("params_token_embedding", stated, model, line)]
-        if PARTS.search(text):
+        if facts.has(PARTS.pattern):  # (PARTS ignores case: the lower-cased text)
             return []
         q = "params_active" if re.match(r"\s*(parameters|params)\s+active", after) else \
             "params_total"
@@ -88,35 +144,36 @@ def _numeric(m, line, model) -> list[dict]:
     return []
 
 
-def _bytes(stated, after, line, model, low, context, conds) -> list[dict]:
+def _bytes(stated, after, facts: _Facts, model) -> list[dict]:
+    line, conds = facts.line, facts.conds
     own = re.match(rf"\s*\(?\s*({_DTYPE})\b", after, re.I)
     dtype = DTYPES[own[1].lower()] if own else conds.get("dtype")
-    kv = re.search(r"\bkv\b|cache", context)
+    kv = facts.has(r"\bkv\b|cache", "context")
     if re.fullmatch(r"[~≈]?\s*\d{1,3}\s*bytes", stated.strip()):
         return []  # "4 bytes": an element's size, not a model's
-    if "per token" in low and kv:
+    if facts.has("per token") and kv:
         return [_claim("kv_bytes_per_token", stated, model, line, {"dtype": dtype or "bf16"})]
-    if re.search(r"model size|weights", low) and dtype:
+    if facts.has(r"model size|weights") and dtype:
         return [_claim("weights_bytes", stated, model, line, {"dtype": dtype})]
-    if re.search(r"\bkv\b|cache", low) and "seq_len" in conds:
+    if facts.has(r"\bkv\b|cache") and "seq_len" in conds:
         return [_claim("kv_cache_bytes", stated, model, line,
                        {"seq_len": conds["seq_len"], "dtype": dtype or "bf16"})]
-    if "embedding" in context and "memory" in context and dtype:
+    if facts.has("embedding", "context") and facts.has("memory", "context") and dtype:
         return [_claim("token_embedding_bytes", stated, model, line, {"dtype": dtype})]
     return []
 
 
-def _flops(stated, line, model, context) -> list[dict]:
-    if "per token" in context and "per layer" not in line.text.lower():
+def _flops(stated, facts: _Facts, model) -> list[dict]:
+    line = facts.line
+    if facts.has("per token", "context") and not facts.has("per layer"):
         layers = ["attention_proj", "ffn", "router"]
         return [_claim("decode_flops", stated, model, line, {"components": layers + ["lm_head"]},
                        alternatives=[{"components": layers}])]
-    if "per layer" in context:
-        parts = [p for p, w in (("attention_proj", "attention"), ("ffn", "mlp|ffn"))
-                 if re.search(w, line.text.lower())] or \
-            [p for p, w in (("attention_proj", "attention"), ("ffn", "mlp|ffn"))
-             if re.search(w, context)]
-        if len(parts) == 2 and not re.search(r"total", context):
+    if facts.has("per layer", "context"):
+        words = (("attention_proj", "attention"), ("ffn", "mlp|ffn"))
+        parts = [p for p, w in words if facts.has(w)] or \
+            [p for p, w in words if facts.has(w, "context")]
+        if len(parts) == 2 and not facts.has("total", "context"):
             return []
         parts = parts or ["attention_proj", "ffn"]
         return [_claim("decode_flops_per_layer", stated, model, line, {"components": parts})]

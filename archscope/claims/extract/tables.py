@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 
 from archscope.claims.extract.labels import (EMPTY, categories_in, component_of, conditions_in,
-                                             quantity_of, stated_in, variant_of)
+                                             label_conditions, quantity_of, stated_in,
+                                             variant_of)
 
 MODEL_LIST = re.compile(r"^(models?|used by|model\(s\)|example models?|examples?)$", re.I)
 PROJ = re.compile(r"^(q|k|v|o|gate|up|down)_?proj\b", re.I)
@@ -37,7 +38,7 @@ def _cell_claims(label, cell, model, table, conds, variant, context=""):
         q = "kv_cache"
     if q is None or cell.strip().lower() in EMPTY:
         return []
-    conds = {**conds, **conditions_in(label)}
+    conds = {**conds, **dict(label_conditions(label))}
     text = f"{label}: {cell}"
     if q in CATEGORICAL:
         if q == "tie_embeddings" and not re.search(r"✅|❌|✓|✗|\byes\b|\bno\b", cell, re.I):

@@ -13,11 +13,12 @@ sizes), so look a quantity up through that package, never through this module al
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 from typing import Callable
 
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.spec.fields import did_you_mean
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
@@ -44,9 +45,16 @@ class Quantity:
     @property
     def conditions(self) -> dict[str, object]:
         """Accepted conditions -> default (inspect.Parameter.empty when required)."""
-        params = list(inspect.signature(self.fn).parameters.values())[1:]
-        # Leading-underscore parameters bind loop variables of registered lambdas.
-        return {p.name: p.default for p in params if not p.name.startswith("_")}
+        return dict(_conditions(self.fn))
+
+
+@functools.cache
+def _conditions(fn: Callable) -> tuple:
+    """A quantity's conditions, read from its function's signature once (inspect is slow, and
+    a document may make tens of thousands of claims)."""
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    # Leading-underscore parameters bind loop variables of registered lambdas.
+    return tuple((p.name, p.default) for p in params if not p.name.startswith("_"))
 
 
 QUANTITIES: dict[str, Quantity] = {}
@@ -61,7 +69,7 @@ def quantity(name: str, dimension: str, doc: str = ""):
 
 def get_quantity(name: str) -> Quantity:
     if name not in QUANTITIES:
-        raise InputError(f"unknown quantity {name!r}{did_you_mean(name, QUANTITIES)}; valid "
+        raise InputError(f"unknown quantity {quote(name)}{did_you_mean(name, QUANTITIES)}; valid "
                          f"quantities: {', '.join(sorted(QUANTITIES))}")
     return QUANTITIES[name]
 

@@ -9,7 +9,7 @@ scores, which no estimator prices, are the one formula of its own here).
 from __future__ import annotations
 
 from archscope.claims.quantities.registry import attn_of, quantity, uniform
-from archscope.errors import InputError
+from archscope.errors import InputError, quote
 from archscope.estimate import COMPONENTS, model_record, nbytes
 from archscope.estimate.flops import MIXER_COMPONENTS
 from archscope.estimate.kv_cache import (decompressed_elements_per_token,
@@ -19,11 +19,25 @@ from archscope.estimate.structure import layer_parts
 from archscope.spec.fields import did_you_mean
 
 
+_RECORDS: dict = {}  # (id(spec), conditions) -> (spec, record): the last few asked for
+_RECORDS_MAX = 256
+
+
 def record_at(spec, seq_len: int = 1, dtype: str = "bf16", batch: int = 1,
               attention: str = "causal"):
-    """The record under a claim's conditions; `dtype` prices the cache and the weights alike."""
-    return model_record(spec, seq_len, batch=batch, weight_dtype=dtype, cache_dtype=dtype,
-                        attention_flops=attention)
+    """The record under a claim's conditions; `dtype` prices the cache and the weights alike.
+    Kept for the next claim of the same model and conditions: a document states the same
+    model's figures many times, and a record takes a millisecond."""
+    key = (id(spec), seq_len, dtype, batch, attention)
+    held = _RECORDS.get(key)
+    if held is not None and held[0] is spec:  # the spec itself is held: its id is not reused
+        return held[1]
+    if len(_RECORDS) >= _RECORDS_MAX:
+        _RECORDS.clear()
+    record = model_record(spec, seq_len, batch=batch, weight_dtype=dtype, cache_dtype=dtype,
+                          attention_flops=attention)
+    _RECORDS[key] = (spec, record)
+    return record
 
 
 def _params(spec):
@@ -82,7 +96,7 @@ def _keys(component) -> list[str]:
                            "ffn.router", "ffn.experts", "ffn.shared_experts"}
     for key in keys:
         if not (key in valid or key.startswith("attention.")):
-            raise InputError(f"unknown component {key!r}{did_you_mean(key, valid)}; expected a "
+            raise InputError(f"unknown component {quote(key)}{did_you_mean(key, valid)}; expected a "
                              f"group ({', '.join(GROUPS)}) or a breakdown key such as "
                              "attention.q_proj or ffn.up_proj")
     return keys
@@ -207,7 +221,7 @@ def _flop_keys(components) -> list[str]:
         [components] if isinstance(components, str) else list(components)
     for key in keys:
         if key not in _ALL:
-            raise InputError(f"unknown FLOP component {key!r}{did_you_mean(key, _ALL)}; "
+            raise InputError(f"unknown FLOP component {quote(key)}{did_you_mean(key, _ALL)}; "
                              f"expected some of {', '.join(_ALL)}")
     return keys
 

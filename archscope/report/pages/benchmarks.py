@@ -11,18 +11,28 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from archscope.errors import InputError
+from archscope.errors import InputError, shorten
+from archscope.reads import folder_files
 from archscope.report.pages.markdown import DASH, section, table
 from archscope.report.pages.profiles import decimals, key_cell, read_json
 
 
 def load_benchmarks(folder: Path) -> dict[str, dict]:
-    """{file name: JSON object} of every reports/data/benchmarks/*.json, by name."""
+    """{file name: JSON object} of every reports/data/benchmarks/*.json, by name; a file whose
+    sections cannot be built from it is refused naming it (InputError)."""
     out = {}
-    for path in sorted((Path(folder) / "benchmarks").glob("*.json")):
+    folder = Path(folder) / "benchmarks"
+    for path in folder_files(folder, "*.json") if folder.is_dir() else []:
         data = read_json(path)
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+        try:  # built once alone, so that a mistyped value is named with its file
+            benchmark_sections({path.name: data})
+        except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError,
+                statistics.StatisticsError) as err:
+            raise InputError(f"{path}: cannot be tabulated ({type(err).__name__}: "
+                             f"{shorten(str(err), 100)}); a benchmark file holds what its "
+                             f"benchmarks/*.py --json writes") from None
         out[path.name] = data
     return out
 

@@ -14,12 +14,13 @@ Below them, the benchmark runs committed under reports/data/benchmarks/ (pages/b
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Sequence
 
-from archscope.errors import InputError
+from archscope import reads
+from archscope.errors import InputError, quote, shorten
+from archscope.spec.limits import DATA_JSON_BYTES_MAX, JSON_DEPTH_MAX
 from archscope.report.fmt import commas, mib
 from archscope.report.pages.markdown import DASH, GENERATED, page, section, table
 from archscope.report.terminal.profile import model_label
@@ -53,22 +54,56 @@ def profile_file_name(r: dict) -> str:
 
 
 def read_json(path: Path):
-    """A committed data file's JSON; InputError naming the file when it cannot be read."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"{path}: not a readable JSON file ({err})") from None
+    """A data file's JSON: a regular file within DATA_JSON_BYTES_MAX, nested at most
+    JSON_DEPTH_MAX; InputError naming the file when it cannot be read."""
+    return reads.read_json(path, DATA_JSON_BYTES_MAX, JSON_DEPTH_MAX, "data file")
 
 
 def load_profiles(folder: Path) -> list[dict]:
-    """Profile records of every *.json in `folder` (sorted by file name), each with `_file`."""
+    """Profile records of every *.json in `folder` (sorted by file name), each with `_file`,
+    each checked to be tabulated (InputError naming the file and record that is not)."""
     records = []
-    for path in sorted(Path(folder).glob("*.json")):
+    for path in reads.folder_files(folder, "*.json"):
         data = read_json(path)
-        for item in data if isinstance(data, list) else [data]:
+        for k, item in enumerate(data if isinstance(data, list) else [data]):
             if isinstance(item, dict) and "model" in item and "device" in item:
-                records.append({**item, "_file": path.name})
+                record = {**item, "_file": path.name}
+                _check_record(record, path if isinstance(data, dict) else f"{path}[{k}]")
+                records.append(record)
     return records
+
+
+# What a record's keys hold where the tables show them (absent or null: a dash).
+TEXTS = ("model", "device", "dtype", "weights", "weight_format", "decode_step", "hardware",
+         "gpu_name", "cpu")
+NUMBERS = ("batch", "prompt_len", "new_tokens", "threads", "prefill_ms", "predicted_prefill_ms",
+           "decode_tokens_per_s", "predicted_decode_tokens_per_s", "fraction_of_bandwidth_limit",
+           "peak_memory_bytes", "kv_cache_bytes_measured", "kv_cache_bytes_estimated",
+           "hf_decode_tokens_per_s", "decode_speedup_vs_hf", "max_abs_logit_diff")
+
+
+def _check_record(r: dict, where) -> None:
+    """A record the tables can show: strings and numbers where the tables show them
+    (`model` and `device` given), `overrides` a list of strings, and every cell renders."""
+    for key in TEXTS + NUMBERS:
+        value = r.get(key)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if (value is None and key not in ("model", "device")) or \
+                (isinstance(value, str) if key in TEXTS else number):
+            continue
+        want = "a string" if key in TEXTS else "a number"
+        raise InputError(f"{where}: {key}: expected {want}, got {quote(value)}")
+    sets = r.get("overrides")
+    if sets is not None and not (isinstance(sets, list) and all(isinstance(o, str) for o in sets)):
+        raise InputError(f"{where}: overrides: expected a list of KEY=VALUE strings, got "
+                         f"{quote(sets)}")
+    for title, cell, _ in (*RUNTIME, *MEMORY):
+        try:
+            cell(r)
+        except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as err:
+            raise InputError(f"{where}: the '{title}' column cannot show this record "
+                             f"({type(err).__name__}: {shorten(str(err), 100)}); a profile "
+                             f"record holds what `archscope profile --save` writes") from None
 
 
 def key_cell(key: str, fmt=str):

@@ -26,7 +26,8 @@ the MoE and - layers replace it with the MLP). What transformers 5.24 builds:
 
 Read by no module, so neither read nor written: residual_in_fp32, rescale_prenorm_residual,
 expand, time_step_max/floor/limit, mamba_proj_bias, mamba_ssm_cache_dtype, attention_bias,
-sliding_window, num_hidden_layers (the pattern's length counts the layers), and
+sliding_window (checked as a window all the same), num_hidden_layers (the pattern's length
+counts the layers; a file that gives both must make them agree), and
 attention_head_dim (older files' spelling; head_dim is what the class reads), n_shared_experts,
 moe_shared_expert_overlap. Refused: mlp_bias with E layers (then the shared expert and latent
 projections have biases and the routed experts none).
@@ -75,6 +76,10 @@ def _layer_types(c: Keys) -> tuple[str, list[str]]:
     elif not (isinstance(value, list) and all(t in _TYPE.values() for t in value)):
         raise c.error(key, f"expected a list of {', '.join(_TYPE.values())}, {what(value)}")
     c.size(key, value=len(value))  # at least one layer, within archscope's layer limit
+    stated = c.raw.get("num_hidden_layers")
+    if stated is not None and stated != len(value):  # transformers warns, builds the pattern's
+        raise c.error("num_hidden_layers", f"{what(stated)}, but {key} lists {len(value)} "
+                                           "layers: the two must agree")
     return key, value
 
 
@@ -92,6 +97,7 @@ def read(c: Keys) -> dict:
     if heads % kv:
         raise c.error("num_key_value_heads", f"num_attention_heads ({heads}) must be a multiple "
                                              f"of num_key_value_heads ({kv})")
+    c.size("sliding_window", null=True, fallback=None)  # unused, but a window must be one
     act = c.text("mlp_hidden_act", ("relu2", *_ACT), noun="activation")
     c.text("mamba_hidden_act", ("silu",), noun="activation")  # the conv's: the spec has no key
     kind, activation = ("relu2", {}) if act == "relu2" else ("mlp", {"activation": _ACT[act]})
