@@ -1,6 +1,6 @@
 """The spec's attention component: GQA (with MHA and MQA as its extremes) and DeepSeek's MLA,
 with what a layer may add (window or chunk, QK-norm, NoPE, temperature tuning, fused
-projections).
+projections, MLA's sparse-attention indexer).
 
 A frozen dataclass whose field names are the YAML keys (DESIGN.md section 2); it checks its
 own consistency in `validate`. The per-layer plan that varies it layer by layer is in `schema`.
@@ -18,6 +18,43 @@ AttentionKind = Literal["gqa", "mla"]
 # or over the whole projected width, all heads at once (OLMo 2); l2: Llama 4's weightless
 # x / sqrt(mean(x^2) + eps) over each head, AFTER RoPE (and so on RoPE layers only)
 QKNorm = Literal["head", "full", "l2"]
+
+
+@dataclass(frozen=True)
+class IndexerSpec:
+    """DeepSeek Sparse Attention's lightning indexer on an MLA layer (DeepSeek-V3.2, GLM-5;
+    HF index_n_heads, index_head_dim, index_topk): per token one key of `head_dim`
+    (`wk`, a LayerNorm with bias, RoPE on its first qk_rope_head_dim dims), cached beside the
+    latent; each query's `n_heads` indexer heads (`wq_b` from the query latent) score every
+    cached key, ReLU(q.k / sqrt(head_dim)) weighted per head (`weights_proj`) and summed, and
+    the layer's attention reads only the `topk` best keys.
+
+    `shared` (GLM-5's "shared" indexer_types): the layer has no indexer of its own and attends
+    to the keys the last layer with one selected; n_heads, head_dim and interleaved are then
+    left out. `interleaved`: the indexer's RoPE rotates adjacent pairs (GLM-5); null or false,
+    the half-split pairs of rotate_half (DeepSeek-V3.2), whatever MLA's own rotation."""
+
+    topk: int
+    n_heads: int | None = None
+    head_dim: int | None = None
+    interleaved: bool | None = None
+    shared: bool | None = None
+
+    def __post_init__(self) -> None:
+        one_spelling(self, "interleaved")
+        one_spelling(self, "shared")
+
+    def validate(self) -> None:
+        positive(self, "topk", "n_heads", "head_dim")
+        if self.shared:
+            for name in ("n_heads", "head_dim", "interleaved"):
+                require(getattr(self, name) is None, name,
+                        "a shared indexer reuses another layer's selection and has no heads of "
+                        "its own: leave it out")
+        else:
+            for name in ("n_heads", "head_dim"):
+                require(getattr(self, name) is not None, name,
+                        "required for a layer's own indexer (or shared: true)")
 
 
 @dataclass(frozen=True)
@@ -74,6 +111,8 @@ class AttentionSpec:
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
     v_head_dim: int | None = None
+    # mla: DeepSeek Sparse Attention's indexer (see IndexerSpec); null: dense attention
+    indexer: IndexerSpec | None = None
 
     MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
@@ -104,7 +143,7 @@ class AttentionSpec:
                     "required when kind is 'gqa' (often d_model / n_heads, but not always)")
             require(self.n_heads % self.n_kv_heads == 0, "n_kv_heads",
                     f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
-            absent_unless(self, "kind", "mla", *self.MLA_KEYS)
+            absent_unless(self, "kind", "mla", *self.MLA_KEYS, "indexer")
             self._check_rotary_fraction()
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "fused_qkv", "rotary_fraction", "sinks",
@@ -119,6 +158,20 @@ class AttentionSpec:
             require(self.head_dim is None, "head_dim",
                     "not used by MLA (q/k use qk_nope_head_dim + qk_rope_head_dim, v uses v_head_dim)")
             require(self.qk_rope_head_dim % 2 == 0, "qk_rope_head_dim", "must be even for RoPE")
+            self._check_indexer()
+
+    def _check_indexer(self) -> None:
+        ix = self.indexer
+        if ix is None:
+            return
+        require(self.q_lora_rank is not None, "indexer",
+                "the indexer's queries come from the query latent (wq_b reads q_a_layernorm's "
+                "output): it needs q_lora_rank")
+        require(self.window is None, "indexer",
+                "an indexed layer selects among every cached key: leave the window out")
+        require(ix.head_dim is None or ix.head_dim >= self.qk_rope_head_dim, "indexer.head_dim",
+                f"the indexer rotates the first qk_rope_head_dim ({self.qk_rope_head_dim}) dims "
+                f"of its keys, so head_dim must be at least that, got {ix.head_dim}")
 
     def _check_rotary_fraction(self) -> None:
         f = self.rotary_fraction
@@ -158,11 +211,23 @@ class AttentionSpec:
 
     def keys_read(self, seq_len: int) -> int:
         """Keys the query at position seq_len - 1 attends to (itself included): a window's last
-        min(seq_len, window), the current chunk's (seq_len - 1) % chunk + 1, else all. The one
-        home of the rule: decode FLOPs read it, prefill's causal pairs sum it."""
+        min(seq_len, window), the current chunk's (seq_len - 1) % chunk + 1, else all; an
+        indexed layer (DSA) at most its indexer's topk of them. The one home of the rule:
+        decode FLOPs read it, prefill's causal pairs sum it."""
         if self.chunk:
             return (seq_len - 1) % self.chunk + 1
-        return self.tokens_held(seq_len)
+        held = self.tokens_held(seq_len)
+        return min(held, self.indexer.topk) if self.indexer else held
+
+    def keys_scored(self, seq_len: int) -> int:
+        """Keys the layer's own indexer scores for the query at seq_len - 1: every key it could
+        attend to (0 without an indexer of its own: dense, or a shared one)."""
+        return self.tokens_held(seq_len) if self.scores_keys else 0
+
+    @property
+    def scores_keys(self) -> bool:
+        """Whether the layer runs an indexer of its own (DSA, not shared)."""
+        return self.indexer is not None and not self.indexer.shared
 
     @property
     def rotary_dim(self) -> int:
@@ -188,3 +253,19 @@ class AttentionSpec:
         if self.n_kv_heads == self.n_heads:
             return "MHA"
         return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+
+def check_shared_indexers(layers, model_attention: AttentionSpec) -> None:
+    """A shared indexer (GLM-5) attends to what the last layer before it with an indexer of its
+    own selected: there must be one, picking as many keys. `layers`: the plan, in order."""
+    source = None
+    for layer in layers:
+        ix = layer.attention.indexer if layer.attention is not None else None
+        if ix is None or not ix.shared:
+            source = ix or source
+            continue
+        key = "attention.indexer.shared" if layer.attention is model_attention else "layers"
+        require(source is not None, key, f"layer {layer.index}'s indexer is shared, but no layer "
+                "before it has an indexer of its own to share")
+        require(source.topk == ix.topk, key, f"layer {layer.index} shares a selection of "
+                f"{source.topk} keys but says topk {ix.topk}")

@@ -185,4 +185,15 @@ FAMILY_CASES = [
                flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
     FamilyCase("olmo", dict({k: v for k, v in SHAPE.items() if k != "head_dim"},
                             clip_qkv=0.5, attention_bias=True)),
+    # DeepSeek Sparse Attention: each query attends to the indexer's best 6 keys of up to 18;
+    # 8 indexer heads make exact ties among the ReLU'd scores (which torch.topk breaks its own
+    # way, differently for a whole prompt and one step) unlikely; the dense layer by
+    # mlp_layer_types; GLM-5's indexer on adjacent pairs, layer 1 sharing layer 0's selection
+    FamilyCase("deepseek_v32", dict(_DEEPSEEK, index_n_heads=8, index_head_dim=12, index_topk=6,
+                                    mlp_layer_types=["sparse", "dense"], **NO_IDS),
+               prepare=random_correction_bias),
+    FamilyCase("glm_moe_dsa", dict(_DEEPSEEK, num_hidden_layers=3, index_n_heads=8,
+                                   index_head_dim=12, index_topk=6,
+                                   indexer_types=["full", "shared", "full"], **NO_IDS),
+               prepare=random_correction_bias),
 ]

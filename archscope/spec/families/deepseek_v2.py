@@ -28,10 +28,11 @@ def _deepseek_moe(c: Keys) -> dict:  # routed experts + always-on shared experts
 
 
 def read(c: Keys, moe=_deepseek_moe, mlp_bias: bool | None = None,
-         refused_by: str | None = "DeepseekV2Config") -> dict:
+         refused_by: str | None = "DeepseekV2Config", dense_layers=None) -> dict:
     """Llama's skeleton + MLA + MoE after some dense layers; `refused_by`: the config class
     that refuses heads not dividing the width (V3's accepts them: MLA's heads are sized by
-    their own keys)."""
+    their own keys); `dense_layers`: (c, n) -> the dense layers, where a class derived from
+    DeepSeek's picks them its own way (GLM-4.7-Flash's mlp_layer_types)."""
     base = _base(c)
     heads = c.size("num_attention_heads")
     if refused_by is not None:
@@ -44,10 +45,13 @@ def read(c: Keys, moe=_deepseek_moe, mlp_bias: bool | None = None,
     out = {**base, "attention": {"kind": "mla", "n_heads": heads,
                                  "bias": c.flag("attention_bias"), **mla}}
     # DeepSeek's rule: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0
-    k = c.size("first_k_dense_replace", least=0)
-    freq = c.size("moe_layer_freq", fallback=1)  # DeepSeek's own key; transformers has none
     n = base["n_layers"]
-    dense = [i for i in range(n) if not (i >= k and i % freq == 0)]
+    if dense_layers is not None:
+        dense = dense_layers(c, n)
+    else:
+        k = c.size("first_k_dense_replace", least=0)
+        freq = c.size("moe_layer_freq", fallback=1)  # DeepSeek's own key; transformers has none
+        dense = [i for i in range(n) if not (i >= k and i % freq == 0)]
     mlp = {"kind": "swiglu", "d_ff": c.size("intermediate_size"), "activation": _act(c),
            **({"bias": True} if (c.flag("mlp_bias") if mlp_bias is None else mlp_bias)
               else {})} if dense else None
