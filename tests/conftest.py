@@ -3,20 +3,29 @@ import pytest
 from archscope.cli import main
 
 
-@pytest.fixture
-def run_cli(capsys):
-    """Run the CLI in-process: returns (exit code, stdout, stderr)."""
-
+def _cli_runner(capture):
     def run(*args):
         code = 0
         try:
             main(list(args))
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
-        out = capsys.readouterr()
+        out = capture.readouterr()
         return code, out.out, out.err
 
     return run
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run the CLI in-process: returns (exit code, stdout, stderr)."""
+    return _cli_runner(capsys)
+
+
+@pytest.fixture
+def run_cli_fd(capfd):
+    """run_cli capturing file descriptors 1 and 2 (what C++ writes too)."""
+    return _cli_runner(capfd)
 
 
 @pytest.fixture(autouse=True)

@@ -26,15 +26,12 @@ def tiny_spec(**changes) -> ModelSpec:
     return from_mapping(ModelSpec, base)
 
 
-def hf_model(spec: ModelSpec, seed: int = 0, std: float = 0.2):
-    """transformers' own class for the spec's exported config, with random weights of `std`.
+def randomised(model, seed: int = 0, std: float = 0.2):
+    """`model` (eval mode) with random weights of `std` and norm weights 1 +- 0.1.
 
     A large std (and perturbed norm weights) keeps the logits far from trivial, so a wrong
     mask, scale or rotation shows up well above the tolerance.
     """
-    config_dict = spec_to_hf_config(spec)
-    config = transformers.AutoConfig.for_model(**config_dict)
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -42,7 +39,26 @@ def hf_model(spec: ModelSpec, seed: int = 0, std: float = 0.2):
                 p.copy_(1 + 0.1 * torch.randn(p.shape, generator=generator))
             else:
                 p.copy_(std * torch.randn(p.shape, generator=generator))
-    return model.eval(), config_dict["model_type"]
+    return model.eval()
+
+
+# Changes to tiny_spec for a small MoE and an MLA + MoE model, shared by the tests that run one
+# of each (their checkpoints, their compiled decode).
+TINY_MOE = dict(ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16,
+                         router=dict(method="greedy", normalize=True)))
+TINY_MLA_MOE = dict(
+    attention=dict(kind="mla", n_heads=4, q_lora_rank=16, kv_lora_rank=12, qk_nope_head_dim=8,
+                   qk_rope_head_dim=4, v_head_dim=8),
+    ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16, n_shared_experts=1,
+             router=dict(method="greedy", normalize=False, scaling_factor=1.0)))
+
+
+def hf_model(spec: ModelSpec, seed: int = 0, std: float = 0.2):
+    """transformers' own class for the spec's exported config, randomised (`randomised`)."""
+    config_dict = spec_to_hf_config(spec)
+    config = transformers.AutoConfig.for_model(**config_dict)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    return randomised(model, seed, std), config_dict["model_type"]
 
 
 def load_same_weights(spec: ModelSpec, hf, model_type: str):
@@ -75,6 +91,12 @@ def random_correction_bias(hf, seed: int = 7) -> None:
             b.copy_(0.5 * torch.randn(b.shape, generator=generator))
 
 
+def larger_sinks(hf) -> None:
+    """gpt-oss's attention sinks of a few units (x10): a head's attention visibly leaks to them."""
+    for layer in hf.model.layers:
+        layer.self_attn.sinks.mul_(10)
+
+
 def logits_case(spec: ModelSpec, hf, ours, tokens: int):
     """What a family's parity fixture returns, (spec, hf, ours, ids, reference): two random
     prompts of `tokens` ids and transformers' logits for them."""
@@ -82,6 +104,12 @@ def logits_case(spec: ModelSpec, hf, ours, tokens: int):
     with torch.no_grad():
         reference = hf(ids).logits
     return spec, hf, ours, ids, reference
+
+
+def twin_case(spec: ModelSpec, tokens: int, prepare=None):
+    """A family's parity fixture: logits_case of `spec`'s twins (twins(spec, prepare=prepare))."""
+    hf, ours = twins(spec, prepare=prepare)
+    return logits_case(spec, hf, ours, tokens)
 
 
 def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -138,6 +166,44 @@ def meta_param_counts(spec: ModelSpec) -> tuple[int, int, object]:
     ours = build_model(spec, device="meta")
     return (sum(p.numel() for p in ours.parameters()),
             sum(p.numel() for p in theirs.parameters()), theirs)
+
+
+def checked_preset(name: str, hf_class: str):
+    """A full-size preset built on the meta device by archscope and by transformers' class for
+    its exported config (which must be `hf_class`), checked: both hold the estimate's total
+    parameters, and the built modules less the routed experts a token skips hold its active
+    ones. Returns (spec, the estimate's ParamCount, transformers' model), for the preset's own
+    figures."""
+    from archscope.estimate import count_params
+    from archscope.spec import load_spec
+
+    spec = load_spec(name)
+    with torch.device("meta"):
+        theirs = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(**spec_to_hf_config(spec)))
+    ours = build_model(spec, device="meta")
+    p = count_params(spec)
+    assert type(theirs).__name__ == hf_class
+    assert sum(x.numel() for x in ours.parameters()) == p.total == \
+        sum(x.numel() for x in theirs.parameters())
+    assert p.active == active_params_from_modules(ours)
+    return spec, p, theirs
+
+
+def routed(model, ids: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each router's (input, chosen experts) in one forward of `ids`, in layer order."""
+    from archscope.nn.moe import Router
+
+    calls = []
+    hooks = [m.register_forward_hook(lambda m, args, out: calls.append((args[0], out[1])))
+             for m in model.modules() if isinstance(m, Router)]
+    try:
+        with torch.no_grad():
+            model(ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    return calls
 
 
 def active_params_from_modules(model) -> int:

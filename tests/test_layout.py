@@ -411,3 +411,16 @@ def test_the_registry_refuses_a_family_declared_twice(monkeypatch):
     finally:
         monkeypatch.undo()
         registry._declared.cache_clear()
+
+
+def test_test_modules_have_unique_names():
+    """tests/ has no __init__.py, so pytest imports each test module by its bare name: two
+    test files of one name in different folders stop the whole run at collection."""
+    tests = Path(__file__).parent
+    seen: dict[str, Path] = {}
+    clashes = []
+    for path in sorted(tests.rglob("test_*.py")):
+        if path.name in seen:
+            clashes.append(f"{seen[path.name].relative_to(tests)} and {path.relative_to(tests)}")
+        seen.setdefault(path.name, path)
+    assert not clashes, clashes

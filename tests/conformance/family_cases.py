@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-import torch
+from parity import larger_sinks, random_correction_bias  # (a case's prepare)
 
 # shapes most cases share: 2 layers, width 64, 4 query and 2 KV heads of 16
 SHAPE = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
@@ -41,15 +41,6 @@ class FamilyCase:
     @property
     def id(self) -> str:
         return self.name or self.model_type
-
-
-def random_correction_bias(hf) -> None:
-    """DeepSeek-V3's and GLM-4.5's selection-only e_score_correction_bias, random (zero, it
-    would change no choice)."""
-    generator = torch.Generator().manual_seed(7)
-    for name, b in hf.named_buffers():
-        if name.endswith("e_score_correction_bias"):
-            b.copy_(0.5 * torch.randn(b.shape, generator=generator))
 
 
 def dropped_conv_outputs(layers_of_spec: Callable) -> Callable:
@@ -95,6 +86,9 @@ _DEEPSEEK = dict({k: v for k, v in SHAPE.items() if k != "head_dim"}, **_MLA,
                  num_key_value_heads=4, moe_intermediate_size=32,
                  n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
                  first_k_dense_replace=1, n_group=2, topk_group=1, routed_scaling_factor=1.5)
+# YaRN over a 32-token original context (the cases' mscale pairs added)
+_YARN = dict(rope_type="yarn", rope_theta=1e4, factor=4.0, beta_fast=32.0, beta_slow=1.0,
+             original_max_position_embeddings=32)
 _MAMBA = dict(mamba_n_heads=4, mamba_d_head=32, mamba_expand=2, mamba_d_state=8,
               mamba_n_groups=2, mamba_d_conv=4, mamba_chunk_size=8)
 
@@ -185,6 +179,68 @@ FAMILY_CASES = [
                flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
     FamilyCase("olmo", dict({k: v for k, v in SHAPE.items() if k != "head_dim"},
                             clip_qkv=0.5, attention_bias=True)),
+    # the configurations the per-family parity tests (tests/nn/test_<family>.py) reached and the
+    # cases above do not: routing variants, scaled RoPE, wide heads, tied heads, NoPE, clamps
+    FamilyCase("deepseek_v3", dict(_DEEPSEEK, num_hidden_layers=3, n_routed_experts=16,
+                                   num_experts_per_tok=4, n_group=4, topk_group=2,
+                                   norm_topk_prob=False, routed_scaling_factor=2.5,
+                                   max_position_embeddings=128,
+                                   rope_parameters=dict(_YARN, mscale=1.0, mscale_all_dim=1.0)),
+               name="deepseek_v3-unnormalised-yarn", prepare=random_correction_bias),
+    FamilyCase("deepseek_v2", dict(_DEEPSEEK, num_hidden_layers=3, q_lora_rank=None,
+                                   n_routed_experts=8, num_experts_per_tok=3, n_shared_experts=2,
+                                   topk_method="group_limited_greedy", n_group=4, topk_group=2,
+                                   norm_topk_prob=False, routed_scaling_factor=2.5,
+                                   max_position_embeddings=128,
+                                   rope_parameters=dict(_YARN, mscale=0.8, mscale_all_dim=0.6)),
+               name="deepseek_v2-group-limited-no-q-lora-yarn"),
+    FamilyCase("gemma3_text", dict(SHAPE, num_hidden_layers=3, sliding_window=4,
+                                   query_pre_attn_scalar=24, tie_word_embeddings=True,
+                                   layer_types=["sliding_attention", "sliding_attention",
+                                                "full_attention"],
+                                   rope_parameters={
+                                       "sliding_attention": {"rope_type": "default",
+                                                             "rope_theta": 1e4},
+                                       "full_attention": {"rope_type": "linear", "factor": 8.0,
+                                                          "rope_theta": 1e6}}),
+               name="gemma3_text-tied-scaled-global-rope"),
+    FamilyCase("gpt_oss", dict(SHAPE, num_local_experts=8, num_experts_per_tok=2,
+                               swiglu_limit=1.5, sliding_window=4,
+                               layer_types=["sliding_attention", "full_attention"],
+                               rope_parameters=dict(_YARN, truncate=False,
+                                                    original_max_position_embeddings=4096)),
+               name="gpt_oss-clamped-sinks-untruncated-yarn", prepare=larger_sinks),
+    FamilyCase("granitemoehybrid", {**SHAPE, **_MAMBA, "num_hidden_layers": 3,
+                                    "mamba_chunk_size": 4, "tie_word_embeddings": True,
+                                    "layer_types": ["mamba", "attention", "mamba"],
+                                    "shared_intermediate_size": 96, "num_local_experts": 0,
+                                    "num_experts_per_tok": 0, "position_embedding_type": "nope",
+                                    "embedding_multiplier": 4.0, "attention_multiplier": 0.2,
+                                    "residual_multiplier": 0.5, "logits_scaling": 2.0, **NO_IDS},
+               name="granitemoehybrid-dense-nope", flops_gap=dropped_conv_outputs(_mamba_layers)),
+    FamilyCase("llama4_text", dict(SHAPE, num_hidden_layers=4, intermediate_size_mlp=96,
+                                   num_local_experts=4, num_experts_per_tok=1, moe_layers=[0, 3],
+                                   attention_chunk_size=4, no_rope_layer_interval=2,
+                                   floor_scale=2, attn_scale=0.5, **NO_IDS),
+               name="llama4_text-tuned-temperature", flops_gap=_every_expert_runs),
+    FamilyCase("phi3", dict(SHAPE, head_dim=24, sliding_window=None, **NO_IDS),
+               name="phi3-wide-heads"),
+    FamilyCase("qwen3_moe", dict(SHAPE, num_hidden_layers=3, head_dim=24, num_experts=8,
+                                 num_experts_per_tok=3, moe_intermediate_size=32,
+                                 mlp_only_layers=[1], norm_topk_prob=False),
+               name="qwen3_moe-unnormalised-wide-heads"),
+    FamilyCase("qwen3", dict(SHAPE, head_dim=24, tie_word_embeddings=True),
+               name="qwen3-tied-wide-heads"),
+    FamilyCase("olmo2", dict(SHAPE, head_dim=24), name="olmo2-wide-heads"),
+    FamilyCase("smollm3", dict(SHAPE, num_hidden_layers=4, no_rope_layer_interval=2,
+                               tie_word_embeddings=True, **NO_IDS), name="smollm3-tied"),
+    FamilyCase("granite", dict(SHAPE, tie_word_embeddings=True, embedding_multiplier=12.0,
+                               attention_multiplier=0.015625, residual_multiplier=0.22,
+                               logits_scaling=8.0), name="granite-tied"),
+    FamilyCase("granitemoe", dict(SHAPE, num_local_experts=6, num_experts_per_tok=3,
+                                  tie_word_embeddings=True, embedding_multiplier=3.0,
+                                  attention_multiplier=0.2, residual_multiplier=0.5,
+                                  logits_scaling=2.0), name="granitemoe-tied"),
     # DeepSeek Sparse Attention: each query attends to the indexer's best 6 keys of up to 18;
     # 8 indexer heads make exact ties among the ReLU'd scores (which torch.topk breaks its own
     # way, differently for a whole prompt and one step) unlikely; the dense layer by

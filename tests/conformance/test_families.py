@@ -12,7 +12,10 @@ standard checks against transformers' own class built from the same config.json:
 - the config round trip: the spec written as a config.json, through transformers, reads back as
   the same network;
 - a checkpoint archscope writes loads back into archscope and into transformers' class, with the
-  same logits.
+  same logits; one transformers saves (save_pretrained) loads here, with its logits;
+- the weight table: archscope's state written back under transformers' names is transformers'
+  state_dict, tensor for tensor (buffers too, such as a correction bias that the logits alone
+  would not show while it is zero).
 
 The archscope side starts from the config.json alone (archscope/spec/families/ reads it); the
 weights go through the family's weight names.
@@ -33,11 +36,11 @@ from archscope.estimate.state import state_bytes
 from archscope.nn import build_model
 from archscope.spec import load_spec, with_overrides
 from archscope.spec.families.registry import find
-from archscope.weights import hf_to_ours, table_for
+from archscope.weights import hf_to_ours, ours_to_hf, table_for
 from family_cases import FAMILY_CASES, FamilyCase
 from hf_configs import network, through_transformers
 from parity import (active_params_from_modules, decode_stepwise, held_cache_bytes, max_diff,
-                    ours_loads_there)
+                    ours_loads_there, randomised, theirs_loads_here)
 
 BATCH, PREFILL, STEPS = 2, 5, 13  # 13 cached decode steps after a 5-token prefill
 T = PREFILL + STEPS
@@ -67,17 +70,6 @@ def _written(case: FamilyCase, folder) -> None:
     path.write_text(json.dumps(data))
 
 
-def _randomised(model, seed: int = 0, std: float = 0.2):
-    """Random weights far from trivial (norms near 1), so a wrong mask, scale or rotation shows
-    up well above the tolerance."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            scale = 0.1 if "norm" in name or "ln_" in name else std
-            p.copy_((1 if scale == 0.1 else 0) + scale * torch.randn(p.shape, generator=generator))
-    return model.eval()
-
-
 def _text_type(case: FamilyCase) -> str:
     """The model_type whose weight names the compared model uses (a wrapper's text model's)."""
     return _config(case).text_config.model_type if case.text_config else case.model_type
@@ -93,7 +85,7 @@ def built(request, tmp_path_factory) -> Built:
         spec = load_spec(folder)
     config = _config(case)
     config = config.text_config if case.text_config else config
-    hf = _randomised(transformers.AutoModelForCausalLM.from_config(
+    hf = randomised(transformers.AutoModelForCausalLM.from_config(
         config, attn_implementation="eager"))
     if case.prepare is not None:
         with torch.no_grad():
@@ -171,3 +163,18 @@ def test_a_written_checkpoint_loads_here_and_in_transformers(built, tmp_path):
     """make-checkpoint's writer, with a vocabulary its byte-level tokenizer fits in."""
     spec = with_overrides(built.spec, ["vocab_size=300"])
     assert ours_loads_there(spec, tmp_path / "ckpt", built.ids[:, :8]) < built.case.tolerance
+
+
+def test_a_checkpoint_transformers_saves_loads_here(built, tmp_path):
+    """save_pretrained's names and layouts (fused, interleaved, transposed experts) through the
+    weight table, and its config.json read back as the same network."""
+    _, spec, diff = theirs_loads_here(built.hf, tmp_path / "theirs", built.ids)
+    assert diff < built.case.tolerance
+    assert network(spec) == network(built.spec)
+
+
+def test_the_weight_table_round_trips_tensor_for_tensor(built):
+    theirs = built.hf.state_dict()
+    back = ours_to_hf(table_for(_text_type(built.case)), built.ours.state_dict())
+    assert set(back) == set(theirs)
+    assert all(torch.equal(back[k], theirs[k]) for k in theirs)

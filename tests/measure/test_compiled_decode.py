@@ -10,17 +10,12 @@ import torch
 from archscope.measure.fast import compiled_step
 from archscope.measure.generate import generate
 from archscope.nn import build_model
-from parity import tiny_spec
+from parity import TINY_MLA_MOE, TINY_MOE, tiny_spec
 
 CASES = {
     "dense-window": dict(attention=dict(window=5)),
-    "moe": dict(ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16,
-                         router=dict(method="greedy", normalize=True))),
-    "mla-moe": dict(
-        attention=dict(kind="mla", n_heads=4, q_lora_rank=16, kv_lora_rank=12,
-                       qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8),
-        ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16, n_shared_experts=1,
-                 router=dict(method="greedy", normalize=False, scaling_factor=1.0))),
+    "moe": TINY_MOE,
+    "mla-moe": TINY_MLA_MOE,
 }
 
 

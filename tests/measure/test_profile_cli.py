@@ -10,7 +10,6 @@ import sys
 import pytest
 import yaml
 
-from archscope.cli import main
 from archscope.spec.fields import to_mapping
 from parity import tiny_spec
 
@@ -25,20 +24,9 @@ def spec_file(tmp_path):
     return str(path)
 
 
-def _run_fd(capfd, *args):
-    """Run in-process, capturing file descriptors 1 and 2 (what C++ writes too)."""
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out = capfd.readouterr()
-    return code, out.out, out.err
-
-
 @pytest.mark.slow
-def test_the_breakdown_leaks_nothing_from_torch_profiler(capfd, spec_file):
-    code, out, err = _run_fd(capfd, "profile", spec_file, *RUN, "--breakdown", "--format",
+def test_the_breakdown_leaks_nothing_from_torch_profiler(run_cli_fd, spec_file):
+    code, out, err = run_cli_fd("profile", spec_file, *RUN, "--breakdown", "--format",
                              "json")
     assert code == 0, err
     assert json.loads(out)["breakdown"]["modules"]
@@ -47,8 +35,8 @@ def test_the_breakdown_leaks_nothing_from_torch_profiler(capfd, spec_file):
 
 
 @pytest.mark.slow
-def test_the_text_view_has_the_breakdown_and_no_profiler_lines(capfd, spec_file):
-    code, out, err = _run_fd(capfd, "profile", spec_file, *RUN, "--format", "table")
+def test_the_text_view_has_the_breakdown_and_no_profiler_lines(run_cli_fd, spec_file):
+    code, out, err = run_cli_fd("profile", spec_file, *RUN, "--format", "table")
     assert code == 0, err
     assert out.startswith("tiny") and "Where a decode step goes" in out
     assert not any(noise in out + err for noise in NOISE), err
@@ -68,11 +56,11 @@ def test_quiet_profiler_passes_on_what_is_not_profiler_chatter(capfd):
 
 
 @pytest.mark.slow
-def test_format_text_and_table_are_one_view(capfd, spec_file):
-    code, _, err = _run_fd(capfd, "profile", spec_file, *RUN, "--format", "text",
+def test_format_text_and_table_are_one_view(run_cli_fd, spec_file):
+    code, _, err = run_cli_fd("profile", spec_file, *RUN, "--format", "text",
                            "--no-breakdown")
     assert code == 0, err
-    code, _, err = _run_fd(capfd, "profile", spec_file, *RUN, "--format", "csv")
+    code, _, err = run_cli_fd("profile", spec_file, *RUN, "--format", "csv")
     assert code == 2 and "'csv'" in err and "text" in err and "table" in err
 
 

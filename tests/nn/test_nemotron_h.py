@@ -2,8 +2,9 @@
 against transformers' NemotronHForCausalLM: logits of a tiny config built both ways with the
 same weights (a prompt of three scan chunks, then 12 cached decode steps, fp32), two negative
 controls (RoPE on the attention layers; no dt clamp), the cache both sides hold against the
-estimate, FLOPs under FlopCounterMode, the presets' parameters on the meta device, and
-checkpoints both ways (transformers' save_pretrained; make-checkpoint, then generate).
+estimate, FLOPs under FlopCounterMode, the presets' parameters on the meta device, the
+checkpoints' two name layouts, and make-checkpoint then generate. (Checkpoints both ways, on a
+config without the clamp, are the conformance case's.)
 """
 
 import pytest
@@ -11,17 +12,14 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from archscope.estimate import count_params, decode_flops, kv_cache_bytes, prefill_flops
+from archscope.estimate import decode_flops, kv_cache_bytes, prefill_flops
 from archscope.estimate.state import state_bytes
 from archscope.kinds import mamba2 as mamba2_formulas
 from archscope.measure.reference import cache_kwargs, returned_cache
-from archscope.nn import build_model
-from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config
 from archscope.weights import table_for
-from parity import (active_params_from_modules, decode_stepwise, load_same_weights, logits_case,
-                    max_diff, meta_param_counts, ours_loads_there, theirs_loads_here,
-                    slots_in_use_bytes, tiny_spec, twins)
+from parity import (checked_preset, decode_stepwise, load_same_weights, max_diff,
+                    slots_in_use_bytes, tiny_spec, twin_case)
 
 TOL = 1e-4  # fp32; measured differences are about 4e-6 on logits of size ~5
 T, PREFILL = 23, 11  # an 11-token prompt = chunks of 4, 4 and 3, then 12 cached decode steps
@@ -51,9 +49,7 @@ def _dt_below_the_clamp(hf):
 
 @pytest.fixture(scope="module")
 def setup():
-    spec = nemotron()
-    hf, ours = twins(spec, prepare=_dt_below_the_clamp)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(nemotron(), T, prepare=_dt_below_the_clamp)
 
 
 def test_transformers_builds_the_same_blocks(setup):
@@ -175,24 +171,11 @@ def test_flops_equal_transformers_but_its_discarded_conv_outputs(setup):
                                          ("nemotron-h-8b", 8_100_852_736),
                                          ("nemotron-nano-9b-v2", 8_888_227_328)])
 def test_preset_params_on_meta_equal_transformers_and_the_estimate(name, total):
-    spec = load_spec(name)
-    ours, theirs, model = meta_param_counts(spec)
-    assert type(model).__name__ == "NemotronHForCausalLM"
-    assert ours == theirs == count_params(spec).total == total
-    assert count_params(spec).active == active_params_from_modules(
-        build_model(spec, device="meta")) == total  # dense: every parameter is active
+    spec, p, model = checked_preset(name, "NemotronHForCausalLM")
+    assert p.total == p.active == total  # dense: every parameter is active
     assert [b.block_type for b in model.model.layers] == [
         {"M": "linear_attention", "*": "full_attention", "-": "mlp"}[c]
         for c in spec_to_hf_config(spec)["hybrid_override_pattern"]]
-
-
-def test_checkpoints_load_both_ways(setup, tmp_path):
-    """save_pretrained's file (backbone.* names) loads through the weight table; a checkpoint
-    archscope writes (model.* names) loads in transformers with the same logits."""
-    spec, hf, _, ids, reference = setup
-    assert theirs_loads_here(hf, tmp_path / "theirs", ids)[2] < TOL
-    written = nemotron(vocab_size=300)  # make-checkpoint's byte-level tokenizer needs 262 ids
-    assert ours_loads_there(written, tmp_path / "ours", ids) < TOL
 
 
 def test_make_checkpoint_then_generate(run_cli, tmp_path):

@@ -1,10 +1,11 @@
 """Qwen3-Next (Gated DeltaNet layers, gated attention every other layer here, (1 + weight)
 RMSNorms, a MoE with a gated shared expert of its own width, a dense first layer) against
 transformers' Qwen3NextForCausalLM: logits of a tiny config built both ways with the same
-weights (a prompt longer than one scan chunk, then 14 cached decode steps, fp32), negative
-controls, the preset's parameters on the meta device, FLOPs under FlopCounterMode, the cache's
-bytes (KV and state) against the estimate and transformers' own cache, and checkpoints written
-by each side loading in the other.
+weights over a prompt longer than one scan chunk of 64 (which the conformance case's 18 tokens
+do not reach), then 14 cached decode steps, fp32; negative controls; the preset's parameters on
+the meta device; prefill and decode FLOPs under FlopCounterMode term by term; the cache's bytes
+(KV and state) against the estimate and transformers' own cache; and make-checkpoint of the
+preset loading in transformers, then generate.
 """
 
 import pytest
@@ -12,16 +13,13 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from archscope.estimate import count_params, decode_flops, kv_cache_bytes, prefill_flops
+from archscope.estimate import decode_flops, kv_cache_bytes, prefill_flops
 from archscope.estimate.state import state_bytes
 from archscope.kinds import gated_deltanet as gdn
 from archscope.measure.reference import cache_kwargs, returned_cache
-from archscope.nn import build_model
 from archscope.nn.cache import LayerCache
-from archscope.spec import load_spec
-from parity import (active_params_from_modules, hf_eager_prefill_flops, load_same_weights,
-                    logits_case, max_diff, meta_param_counts, slots_in_use_bytes, tiny_spec,
-                    twins)
+from parity import (checked_preset, hf_eager_prefill_flops, load_same_weights, max_diff,
+                    slots_in_use_bytes, tiny_spec, twin_case)
 
 TOL = 1e-4
 T, PREFILL = 84, 70  # transformers scans in chunks of 64 (spec: chunk_size 64): 70 = 64 + 6
@@ -45,9 +43,7 @@ def qwen3_next(**changes):
 
 @pytest.fixture(scope="module")
 def setup():
-    spec = qwen3_next()
-    hf, ours = twins(spec)
-    return logits_case(spec, hf, ours, T)
+    return twin_case(qwen3_next(), T)
 
 
 @torch.no_grad()
@@ -175,34 +171,21 @@ def test_cache_bytes_equal_the_estimate_and_transformers(setup):
     assert sum(t.numel() * t.element_size() for t in states) == state
 
 
-def test_tiny_active_params_equal_the_built_modules(setup):
-    spec, _, ours, _, _ = setup
-    assert count_params(spec).active == active_params_from_modules(ours)
-
-
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
-    spec = load_spec("qwen3-next-80b-a3b")
-    ours, theirs, model = meta_param_counts(spec)
-    assert type(model).__name__ == "Qwen3NextForCausalLM"
-    p = count_params(spec)
-    assert ours == theirs == p.total == 79_674_391_296  # "80B total" on the card
-    assert p.active == active_params_from_modules(build_model(spec, device="meta")) \
-        == 3_874_929_408  # "3B active" (embedding and head included here)
+    spec, p, _ = checked_preset("qwen3-next-80b-a3b", "Qwen3NextForCausalLM")
+    assert p.total == 79_674_391_296  # "80B total" on the card
+    assert p.active == 3_874_929_408  # "3B active" (embedding and head included here)
     assert p.mtp == 1_650_471_424  # the mtp.* module: one attention + MoE layer, fc, norms
     assert [layer.layer_type for layer in spec.plan].count("full_attention") == 12
 
 
-def test_checkpoints_load_both_ways(setup, tmp_path, run_cli):
-    """A checkpoint transformers saves loads through the weight table; one archscope writes
-    (make-checkpoint, a cut-down preset) loads in transformers with the same logits, and
-    `generate` runs on it."""
+def test_make_checkpoint_of_the_preset_loads_in_transformers_and_generates(setup, tmp_path,
+                                                                           run_cli):
+    """make-checkpoint of a cut-down preset loads in transformers with the same logits, and
+    `generate` runs on it (save_pretrained's checkpoints are the conformance case's)."""
     from archscope.weights import load_checkpoint
 
-    spec, hf, _, ids, reference = setup
-    hf.save_pretrained(tmp_path / "theirs")
-    ours, _ = load_checkpoint(tmp_path / "theirs")
-    with torch.no_grad():
-        assert max_diff(ours(ids), reference) < TOL
+    ids = setup[3]
     folder = tmp_path / "ours"
     sets = ["n_layers=4", "vocab_size=512", "d_model=64", "attention.n_heads=4",
             "attention.head_dim=16", "mixer.n_key_heads=2", "mixer.n_value_heads=4",

@@ -1,7 +1,8 @@
 """HF config.json interop for glm4_moe (GLM-4.5), the MTP count (num_nextn_predict_layers) of
 deepseek_v3 and glm4_moe, and Kimi K2's kimi_k2 files: the published config.json facts import
-to the presets, the presets export to their class and round-trip through transformers, and
-what the classes cannot hold (or transformers refuses) is named by its key.
+to the presets, the presets export to their class, transformers' own config and whole-head
+rotation round-trip through it, and what the classes cannot hold (or transformers refuses) is
+named by its key.
 """
 
 import pytest
@@ -72,12 +73,12 @@ def test_glm_45_reads_as_the_family_is_described(tmp_path):
 @pytest.mark.parametrize("preset, model_type", [
     ("glm-4.5", "glm4_moe"), ("glm-4.5-air", "glm4_moe"), ("kimi-k2", "deepseek_v3"),
     ("deepseek-v3", "deepseek_v3")])
-def test_presets_export_to_their_class_and_round_trip(preset, model_type, tmp_path):
+def test_presets_export_to_their_class(preset, model_type):
+    """(Its round trip through transformers is test_hf.py's, for every preset.)"""
     spec = load_spec(preset)
     config = spec_to_hf_config(spec)
     assert config["model_type"] == model_type
     assert config["num_nextn_predict_layers"] == spec.mtp_layers
-    assert network(through_transformers(spec, tmp_path)) == network(spec)
 
 
 def test_partial_rotation_is_written_where_transformers_keeps_it():

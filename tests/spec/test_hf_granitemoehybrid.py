@@ -1,9 +1,8 @@
 """HF config.json interop for Granite 4.0 (granitemoehybrid): the published configs' facts import
 to the presets (IBM's "mamba"/"attention" layer types, transformers 5's spelling and the
-layers_block_type alias alike), the hybrid presets round-trip through transformers' own config
-class, what the class or archscope cannot hold is refused naming the key, and checkpoints load
-both ways (transformers' save_pretrained into archscope, archscope's make-checkpoint into
-transformers, then `archscope generate`).
+layers_block_type alias alike), the hybrid presets export as granitemoehybrid and read back,
+what the class or archscope cannot hold is refused naming the key, and `archscope generate` runs
+on a checkpoint archscope writes.
 """
 
 import pytest
@@ -13,7 +12,7 @@ from archscope.errors import SpecError
 from archscope.spec import load_spec
 from archscope.spec.hf import spec_to_hf_config, write_hf_config
 from archscope.spec.resolved import differences
-from hf_configs import through_transformers, write_config
+from hf_configs import write_config
 from hybrid_specs import tiny_granite
 
 
@@ -80,14 +79,14 @@ def test_layer_type_spellings_and_the_alias_read_alike(tmp_path):
 
 
 @pytest.mark.parametrize("preset", ["granite-4.0-h-tiny", "granite-4.0-h-micro"])
-def test_round_trip_through_transformers(preset, tmp_path):
+def test_presets_export_as_granitemoehybrid_and_read_back(preset, tmp_path):
+    """(Its round trip through transformers is test_hf.py's, for every preset.)"""
     spec = load_spec(preset)
     config = spec_to_hf_config(spec)
     assert config["model_type"] == "granitemoehybrid"
     assert config["layer_types"] == TYPES and config["position_embedding_type"] == "nope"
     write_hf_config(spec, tmp_path / "ours")
     assert load_spec(tmp_path / "ours") == spec
-    assert list(differences(through_transformers(spec, tmp_path), spec)) == []
 
 
 def test_the_attention_only_member_round_trips_as_granite(tmp_path):
@@ -129,18 +128,13 @@ def test_export_refuses_what_the_class_cannot_build(change, key):
     assert err.value.key == key
 
 
-def test_checkpoints_load_both_ways_and_generate(tmp_path, run_cli):
-    """transformers' save_pretrained loads through the weight table (its checkpoint names the
-    experts by transformers 5's names); a checkpoint archscope writes loads in transformers
-    with the same logits, and `archscope generate` runs on it."""
-    from parity import ours_loads_there, theirs_loads_here, twins
+def test_generate_runs_on_a_checkpoint_archscope_writes(tmp_path, run_cli):
+    """`archscope generate` on the tiny MoE hybrid written as a checkpoint (that transformers
+    loads it, and that its save_pretrained loads here, are the conformance cases')."""
+    from archscope.weights.writer import write_checkpoint
 
     spec = granite(vocab_size=300)  # make-checkpoint's byte-level tokenizer needs 262 ids
-    hf, _ = twins(spec)
-    ids = torch.randint(0, spec.vocab_size, (2, 11), generator=torch.Generator().manual_seed(1))
-    _, loaded, diff = theirs_loads_here(hf, tmp_path / "theirs", ids)
-    assert list(differences(loaded, spec)) == [] and diff < 1e-4
-    assert ours_loads_there(spec, tmp_path / "ours", ids) < 1e-4
+    write_checkpoint(spec, tmp_path / "ours", dtype=torch.float32)
     code, _, err = run_cli("generate", "--weights", str(tmp_path / "ours"), "--device", "cpu",
                            "--new-tokens", "4", "Hello")
     assert code == 0, err

@@ -36,17 +36,6 @@ def test_published_config_gives_the_preset(tmp_path):
     assert all(layer.is_moe for layer in spec.plan)
 
 
-def test_transformers_default_config_imports_as_qwen3_with_moe(tmp_path):
-    config = AutoConfig.for_model("qwen3_moe", **TINY).to_dict()
-    spec = load_spec(write_config(tmp_path / "q", config))
-    f = spec.ffn
-    assert (spec.attention.qk_norm, f.kind, f.n_experts, f.top_k, f.d_expert) == (
-        "head", "moe", 8, 2, 64)
-    assert f.shared_experts == 0 and f.routing.method == "greedy"
-    assert f.routing.normalize is False  # Qwen3MoeConfig's default norm_topk_prob
-    assert spec_to_hf_config(spec)["model_type"] == "qwen3_moe"
-
-
 @pytest.mark.parametrize("step, only, dense", [
     (1, [], []), (2, [], [0, 2, 4]), (3, [5], [0, 1, 3, 4, 5]), (1, [0, 3], [0, 3]),
     (7, [], [0, 1, 2, 3, 4, 5])])

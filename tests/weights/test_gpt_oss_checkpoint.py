@@ -1,7 +1,8 @@
 """gpt-oss checkpoints: one saved by transformers' own GptOssForCausalLM.save_pretrained loads
 (gate/up interleaved and transposed experts, biased router, sinks) with transformers' logits;
-make-checkpoint writes one that transformers loads back; MXFP4-quantised expert tensors (the
-published checkpoints' `*_blocks` / `*_scales`) load dequantised, as transformers decodes them."""
+MXFP4-quantised expert tensors (the published checkpoints' `*_blocks` / `*_scales`) load
+dequantised, as transformers decodes them. (That transformers loads what make-checkpoint writes
+is the conformance cases'.)"""
 
 from __future__ import annotations
 
@@ -9,11 +10,9 @@ import json
 
 import pytest
 import torch
-import transformers
 from safetensors.torch import load_file, save_file
 
 from archscope.weights import load_checkpoint
-from archscope.weights.writer import write_checkpoint
 from weights_helpers import VOCAB, write_hf_checkpoint
 from parity import tiny_spec
 
@@ -46,16 +45,6 @@ def test_a_checkpoint_saved_by_transformers_loads_with_its_logits(saved):
     assert names["model.layers.0.mlp.experts.gate_up_proj"].shape == (4, 64, 32)  # [E, d, 2f]
     model, loaded = load_checkpoint(folder)
     assert loaded.attention.sinks and loaded.ffn.limit == 7.0
-    with torch.no_grad():
-        assert (model(_ids(spec)) - hf(_ids(spec)).logits).abs().max().item() < 1e-4
-
-
-def test_make_checkpoint_writes_what_transformers_loads(tmp_path):
-    spec = tiny_spec(**OSS)
-    write_checkpoint(spec, tmp_path / "ours", dtype=torch.float32)
-    model, _ = load_checkpoint(tmp_path / "ours")
-    hf = transformers.AutoModelForCausalLM.from_pretrained(
-        tmp_path / "ours", attn_implementation="eager").eval()
     with torch.no_grad():
         assert (model(_ids(spec)) - hf(_ids(spec)).logits).abs().max().item() < 1e-4
 

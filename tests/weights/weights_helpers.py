@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 
 from archscope.spec.fields import to_mapping
 from archscope.weights.tokenizer_train import end_ids, train_tokenizer
-from parity import hf_model, tiny_spec
+from parity import TINY_MLA_MOE, TINY_MOE, hf_model, tiny_spec
 
 VOCAB = 300  # a byte-level tokenizer needs 262 ids; the model's vocabulary holds them all
 
@@ -21,13 +21,8 @@ FAMILIES = {
                  attention=dict(kind="gqa", n_heads=4, n_kv_heads=4, head_dim=16, bias=True),
                  ffn=dict(kind="mlp", d_ff=128, activation="gelu_tanh", bias=True),
                  tie_embeddings=True),
-    "mixtral": dict(ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16,
-                             router=dict(method="greedy", normalize=True))),
-    "deepseek_v2": dict(
-        attention=dict(kind="mla", n_heads=4, q_lora_rank=16, kv_lora_rank=12,
-                       qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8),
-        ffn=dict(kind="moe", n_experts=4, top_k=2, d_expert=16, n_shared_experts=1,
-                 router=dict(method="greedy", normalize=False, scaling_factor=1.0))),
+    "mixtral": TINY_MOE,
+    "deepseek_v2": TINY_MLA_MOE,
 }
 
 
