@@ -22,7 +22,8 @@ from archscope.spec.families.registry import families
 REFUSED = {"nemotron_h": "MoE block", "jetmoe": "mixture of attention heads",
            "longcat_flash": "zero-computation experts", "deepseek_v4": "hyper-connections",
            "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
-           "gemma4_text": "per-layer input embeddings"}
+           "gemma4_text": "per-layer input embeddings",
+           "mistral4": "query scale by position"}
 
 
 def _config(model_type: str):
