@@ -4,18 +4,26 @@ Per layer of the plan, for T new tokens whose queries meet P query-key pairs per
 - attention_proj: 2 * T * (weight elements of the attention projections);
 - attention_qk:   2 * P * n_heads * qk_head_dim        (QK^T);
 - attention_av:   2 * P * n_heads * value_head_dim     (softmax(QK^T) V);
+- attention_index (models with a DeepSeek Sparse Attention indexer only): 2 * S * n_idx_heads *
+  (idx_head_dim + 1) for the S query-key pairs the indexer scores: every key a query may see,
+  while attention's P pairs read at most the indexer's topk keys per query (kinds/indexer.py;
+  DeepSeek-V3.2-Exp's report, eq. 1, and transformers' DeepseekV32Indexer: q.k per head, then
+  the heads' weighted sum);
 - ffn:            2 * T * (gate/up/down weights), MoE: only top_k routed + shared experts;
 - router:         2 * T * d_model * n_experts;
 and once per model lm_head: 2 * T * d_model * vocab, tied or not, for EVERY position, because
 the built model (like transformers' forward) computes logits for all of them.
 
 - decode step at context N: T = 1; its query reads N keys (itself included), a sliding-window
-  layer min(N, window), a chunked layer its own chunk's (N - 1) % chunk + 1
-  (AttentionSpec.keys_read, the one home of the rule).
+  layer min(N, window), a chunked layer its own chunk's (N - 1) % chunk + 1, an indexed (DSA)
+  layer min(N, topk) while its indexer scores all N (AttentionSpec.keys_read and keys_scored,
+  the one home of the rule).
 - prefill of N tokens, attention="causal" (default): only the unmasked pairs,
   P = sum_{i=1..N} keys_read(i): N(N+1)/2, for a window layer sum_i min(i, window), for a
-  chunked layer each whole chunk's c(c+1)/2 plus the last part's; attention="full": P = N^2
-  for every layer, the square that dense kernels and torch.utils.flop_counter count.
+  chunked layer each whole chunk's c(c+1)/2 plus the last part's, for an indexed layer
+  sum_i min(i, topk) (and its indexer's S = N(N+1)/2); attention="full": P = S = N^2 for
+  every layer, the square that dense kernels and torch.utils.flop_counter count (a masked
+  dense kernel, transformers' eager DSA included, multiplies every pair).
 - training per token = 3 x forward per token (backward = 2 x forward: one matmul for the
   input gradient and one for the weight gradient per forward matmul; Kaplan et al. 2020).
 
@@ -29,7 +37,9 @@ applies it (or its absorbed halves) once per token:
 - "recompute": the same, but the cache holds only the latent (KVCache.bytes), so a decode step
   re-decompresses every key it reads: kv_b_proj on min(N, window) keys instead of 1. This is
   what transformers >= 5 does when decoding with a cache (archscope's builder with
-  `nn.mla.set_mla_decode_form(model, "recompute")`).
+  `nn.mla.set_mla_decode_form(model, "recompute")`). An indexed layer decompresses the keys
+  it reads, min(N, topk) (archscope's builder gathers them first; transformers' eager DSA
+  decompresses all N and masks).
 - "absorbed" (decode default: DeepSeek's inference form, what serving kernels run, and what the
   builder's decode steps run): kv_b_proj's key half is folded into the query and its value half
   into the output (the same multiply-adds per token), and attention runs on the 576-wide cached
@@ -64,6 +74,8 @@ COMPONENTS = ("attention_proj", "attention_qk", "attention_av", "ffn", "router",
 # a hybrid's state mixers: their projections and conv, and the scan / recurrence (only in the
 # counts of models that have them)
 MIXER_COMPONENTS = ("mixer_proj", "mixer_state")
+# a sparse-attention indexer's scores (only in the counts of models that have one)
+INDEXER_COMPONENTS = ("attention_index",)
 TRAINING_MULTIPLIER = 3
 
 
@@ -93,11 +105,30 @@ def causal_pairs(n: int, window: int | None = None) -> int:
 
 
 def layer_causal_pairs(attn: AttentionSpec, n: int) -> int:
-    """sum_{i=1..n} attn.keys_read(i), in closed form: a chunk restarts the count."""
+    """sum_{i=1..n} attn.keys_read(i), in closed form: a chunk restarts the count; an indexed
+    layer reads at most topk keys, a cap like a window's."""
     if attn.chunk:
         whole, rest = divmod(n, attn.chunk)
         return whole * causal_pairs(attn.chunk) + causal_pairs(rest)
-    return causal_pairs(n, attn.window)
+    caps = [c for c in (attn.window, attn.indexer.topk if attn.indexer else None) if c]
+    return causal_pairs(n, min(caps) if caps else None)
+
+
+def layer_causal_scored(attn: AttentionSpec, n: int) -> int:
+    """sum_{i=1..n} attn.keys_scored(i): the pairs a layer's own indexer scores."""
+    return causal_pairs(n, attn.window) if attn.scores_keys else 0
+
+
+def has_indexer(spec: ModelSpec) -> bool:
+    """Whether some layer scores keys with an indexer of its own (DSA)."""
+    return any(layer.attention is not None and layer.attention.scores_keys
+               for layer, _ in spec.distinct_layers)
+
+
+def _components(spec: ModelSpec, base: tuple[str, ...] = COMPONENTS) -> tuple[str, ...]:
+    """The FLOP components of `spec`'s counts: the mixers' and the indexer's where it has them."""
+    return (base + (MIXER_COMPONENTS if spec.hybrid else ())
+            + (INDEXER_COMPONENTS if has_indexer(spec) else ()))
 
 
 def _component(part_name: str) -> str:
@@ -125,15 +156,17 @@ def _pair_dims(attn: AttentionSpec, mla: MLAFlops) -> tuple[int, int]:
 
 
 def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int],
-             keys: Callable[[AttentionSpec], int], mla: MLAFlops) -> dict[str, int]:
+             keys: Callable[[AttentionSpec], int], mla: MLAFlops,
+             scored: Callable[[AttentionSpec], int]) -> dict[str, int]:
     """Multiply-adds of one sequence: `tokens` new tokens, `pairs(attn)` query-key pairs per
-    head, `keys(attn)` latents that MLA's kv_b_proj decompresses (or absorbs). A state
-    mixer's scan or recurrence is not here (see `_state_flops`)."""
+    head, `keys(attn)` latents that MLA's kv_b_proj decompresses (or absorbs), `scored(attn)`
+    query-key pairs an indexer scores. A state mixer's scan or recurrence is not here (see
+    `_state_flops`)."""
     if mla not in MLA_CONVENTIONS:
         raise InputError(f"mla_flops must be one of {', '.join(MLA_CONVENTIONS)}, got {mla!r}")
-    macs = dict.fromkeys(COMPONENTS + (MIXER_COMPONENTS if spec.hybrid else ()), 0)
+    macs = dict.fromkeys(_components(spec), 0)
     for layer, count in distinct_layers(spec):  # alike layers once, times their count
-        _layer_macs(spec, layer, tokens, pairs, keys, mla, macs, count)
+        _layer_macs(spec, layer, tokens, pairs, keys, mla, macs, count, scored)
     for part in head_parts(spec):
         if part.macs:
             macs[_component(part.name)] += part.macs * tokens
@@ -141,7 +174,7 @@ def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int]
 
 
 def _layer_macs(spec: ModelSpec, layer, tokens: int, pairs, keys, mla: MLAFlops,
-                macs: dict[str, int], count: int = 1) -> None:
+                macs: dict[str, int], count: int = 1, scored=None) -> None:
     """Add `count` such layers' multiply-adds to `macs` (see `_forward`)."""
     attn = layer.attention
     for component, per_key, layer_macs in _linear_macs(layer_key(spec, layer)):
@@ -150,6 +183,9 @@ def _layer_macs(spec: ModelSpec, layer, tokens: int, pairs, keys, mla: MLAFlops,
         qk_dim, v_dim = _pair_dims(attn, mla)
         macs["attention_qk"] += pairs(attn) * attn.n_heads * qk_dim * count
         macs["attention_av"] += pairs(attn) * attn.n_heads * v_dim * count
+        if attn.scores_keys:
+            macs["attention_index"] += (scored(attn) * count
+                                        * attention_kind(attn.kind).scoring_macs(attn))
 
 
 def decode_flops_by_layer(spec: ModelSpec, context: int, mla: MLAFlops = "absorbed"
@@ -160,10 +196,10 @@ def decode_flops_by_layer(spec: ModelSpec, context: int, mla: MLAFlops = "absorb
     _check("context", context)
     out = []
     for layer in spec.plan:
-        macs = dict.fromkeys(COMPONENTS[:-1] + (MIXER_COMPONENTS if spec.hybrid else ()), 0)
+        macs = dict.fromkeys(_components(spec, COMPONENTS[:-1]), 0)
         read = layer.attention.keys_read(context) if layer.attention is not None else 0
         _layer_macs(spec, layer, 1, lambda a: read, lambda a: read if mla == "recompute" else 1,
-                    mla, macs)
+                    mla, macs, scored=lambda a: a.keys_scored(context))
         flops = {k: 2 * v for k, v in macs.items()}
         if layer.state is not None:
             flops["mixer_state"] = sum(mixer_kind(layer.state.kind).step_flops(layer.state).values())
@@ -208,7 +244,7 @@ def decode_flops(spec: ModelSpec, context: int, batch: int = 1,
         return attn.keys_read(context)
 
     expanded = read if mla == "recompute" else (lambda attn: 1)
-    macs = _forward(spec, 1, read, expanded, mla)
+    macs = _forward(spec, 1, read, expanded, mla, lambda attn: attn.keys_scored(context))
     return _count("decode", context, batch, 1, "causal", macs, mla, _state_flops(spec, None))
 
 
@@ -223,7 +259,10 @@ def prefill_flops(spec: ModelSpec, seq_len: int, batch: int = 1,
     def pairs(attn: AttentionSpec) -> int:
         return layer_causal_pairs(attn, seq_len) if attention == "causal" else seq_len ** 2
 
-    macs = _forward(spec, seq_len, pairs, lambda attn: seq_len, mla)
+    def scored(attn: AttentionSpec) -> int:
+        return layer_causal_scored(attn, seq_len) if attention == "causal" else seq_len ** 2
+
+    macs = _forward(spec, seq_len, pairs, lambda attn: seq_len, mla, scored)
     return _count("prefill", seq_len, batch, seq_len, attention, macs, mla,
                   _state_flops(spec, seq_len))
 

@@ -3,11 +3,15 @@
 Per token per layer, in elements (numbers), what the model's own cache holds:
 - GQA (MHA, MQA): 2 * n_kv_heads * head_dim (one key and one value per KV head);
 - MLA: kv_lora_rank + qk_rope_head_dim (the compressed latent and the one RoPE key shared by
-  all heads; DeepSeek-V2 paper, section 2.1; transformers' DeepseekV2 caches exactly these);
+  all heads; DeepSeek-V2 paper, section 2.1; transformers' DeepseekV2 caches exactly these),
+  plus the indexer's key, index head_dim, on a layer with a sparse-attention indexer of its
+  own (DeepSeek-V3.2: 512 + 64 + 128 = 704; transformers' DynamicIndexedLayer keeps it beside
+  the latent; a shared indexer, GLM-5's, caches none);
 each from the kind's entry in archscope/kinds.
 Beside it, two reference sizes for the same layers:
 - decompressed: what a naive MLA implementation stores after kv_b_proj,
-  n_heads * (qk_nope + qk_rope) for K plus n_heads * v_head_dim for V (GQA: same as cached);
+  n_heads * (qk_nope + qk_rope) for K plus n_heads * v_head_dim for V (GQA: same as cached),
+  and any indexer keys (those are not compressed);
 - MHA-equivalent: every query head keeps its own key and value,
   n_heads * (qk_head_dim + value_head_dim), i.e. 2 * n_heads * head_dim for GQA (for MLA it
   equals the decompressed size).

@@ -125,6 +125,9 @@ class AttentionKind:
     draw: Drawer  # (graph, spec, attn) -> (entry node ids, exit node id)
     explain: Callable  # (attn, d_model) -> a paragraph: what it does, its formula, its numbers
     compressed_cache: bool = False  # the cache holds less than the per-head K/V (MLA's latent)
+    # (attn) -> multiply-adds per query-key pair an indexer scores (DSA: every key it may see,
+    # AttentionSpec.keys_scored), beside the pairs attention reads; 0 where none does
+    scoring_macs: Callable = lambda attn: 0
 
     def factory(self) -> Callable:
         return load_factory(self.module)

@@ -14,12 +14,18 @@ which is also the layer's MHA-equivalent (128 * (192 + 128) = 40,960 for DeepSee
 FLOPs per query-key pair: per head q/k dim qk_nope + qk_rope and v dim v_head_dim, except under
 the `absorbed` convention, where attention runs on the latent: q/k dim kv_lora_rank +
 qk_rope_head_dim, v dim kv_lora_rank (estimate/flops.py states the conventions).
+
+With attention.indexer (DeepSeek Sparse Attention: DeepSeek-V3.2, GLM-5) the layer adds the
+indexer's modules (registered last, as transformers' `self_attn.indexer`), caches one indexer
+key per token beside the latent, scores every key it may see and attends to the topk best:
+kinds/indexer.py holds its parts, cache, FLOPs and wording.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from archscope.kinds import indexer
 from archscope.kinds.registry import register
 from archscope.kinds.base import AttentionKind, linear, norm
 from archscope.kinds.wording import attention_extras, rope_text, scale_text, window_label
@@ -41,7 +47,13 @@ def parts(attn, d: int):
                attn.bias),
         norm("attention.kv_a_layernorm", attn.kv_lora_rank),
         replace(kv_b, per_key=True),
-        linear("attention.o_proj", h * attn.v_head_dim, d, attn.has_out_bias)]
+        linear("attention.o_proj", h * attn.v_head_dim, d, attn.has_out_bias),
+        *indexer.parts(attn, d)]
+
+
+def cache_elements(attn) -> int:
+    """The latent, the shared RoPE key and an indexer's key (DSA)."""
+    return attn.kv_lora_rank + attn.qk_rope_head_dim + indexer.cache_elements(attn)
 
 
 def pair_dims(attn, convention: str) -> tuple[int, int]:
@@ -61,7 +73,7 @@ def describe(attn) -> str:
     q = f"q_lora_rank {attn.q_lora_rank}" if attn.q_lora_rank else "full-rank q"
     return (f"MLA: {attn.n_heads} heads, kv_lora_rank {attn.kv_lora_rank}, {q}, "
             f"qk {attn.qk_nope_head_dim}+{attn.qk_rope_head_dim} (rope), v {attn.v_head_dim}"
-            ) + attention_extras(attn)
+            ) + attention_extras(attn) + indexer.text(attn)
 
 
 def draw(g, spec, a):
@@ -79,7 +91,8 @@ def draw(g, spec, a):
     kv_norm = g.node("kv_norm", f"kv_a_layernorm<br/>RMSNorm({a.kv_lora_rank})")
     rope = g.node("rope", f"{rope_text(spec)}<br/>on each head's q_rope and the shared k_rope")
     cache = g.store("cache", f"KV cache: latent c_KV {a.kv_lora_rank} + k_rope "
-                             f"{a.qk_rope_head_dim}<br/>= {a.kv_lora_rank + a.qk_rope_head_dim} per token")
+                             f"{a.qk_rope_head_dim}{indexer.cache_formula(a)}<br/>= "
+                             f"{cache_elements(a)} per token")
     kv_b = g.node("kv_b", f"kv_b_proj<br/>{a.kv_lora_rank} → {h}×({a.qk_nope_head_dim}+{a.v_head_dim})"
                           f"<br/>per-head k_nope and v")
     sdpa = g.node("sdpa", f"causal softmax(q·[k_nope, k_rope]ᵀ {scale_text(spec, a.qk_head_dim)})·v"
@@ -95,7 +108,8 @@ def draw(g, spec, a):
     g.edge(cache, sdpa, "k_rope")
     g.edge(kv_b, sdpa, "k_nope, v")
     g.edge(sdpa, o)
-    return [first, kv_a], o
+    entries = indexer.draw(g, a, "q_norm" if a.q_lora_rank else first, cache, sdpa)
+    return [first, kv_a, *entries], o
 
 
 def explain(a, d: int) -> str:
@@ -112,19 +126,23 @@ def explain(a, d: int) -> str:
             f"{commas(cached)} elements per token per layer, against {h} × ({a.qk_head_dim} + "
             f"{a.value_head_dim}) = {commas(full)} for the decompressed keys and values "
             f"({full / cached:.1f}× less). Serving kernels fold kv_b_proj into the query and the "
-            "output and attend over the latent itself.")
+            "output and attend over the latent itself.") + indexer.explain(a)
 
 
 register(AttentionKind(
     name="mla", module="archscope.nn.mla:MLAttention", parts=parts,
-    cache_elements=lambda a: a.kv_lora_rank + a.qk_rope_head_dim,
-    decompressed_elements=lambda a: a.n_heads * (a.qk_head_dim + a.v_head_dim),
+    cache_elements=cache_elements,
+    decompressed_elements=lambda a: (a.n_heads * (a.qk_head_dim + a.v_head_dim)
+                                     + indexer.cache_elements(a)),
     pair_dims=pair_dims, mha_projections=mha_projections, describe=describe,
-    cache_formula=lambda a: f"{a.kv_lora_rank} + {a.qk_rope_head_dim}",
-    label=lambda a: a.variant + window_label(a),
+    cache_formula=lambda a: f"{a.kv_lora_rank} + {a.qk_rope_head_dim}" + (
+        f" + {a.indexer.head_dim}" if a.scores_keys else ""),
+    label=lambda a: a.variant + window_label(a) + (
+        f" + DSA top {commas(a.indexer.topk)}" if a.indexer else ""),
     heads=lambda a: f"{a.n_heads}/{a.kv_heads} (latent {a.kv_lora_rank}+{a.qk_rope_head_dim})",
     title=lambda a: (f"MLA self-attention: {a.n_heads} heads, cached latent {a.kv_lora_rank} + "
-                     f"shared RoPE key {a.qk_rope_head_dim}"),
+                     f"shared RoPE key {a.qk_rope_head_dim}" + indexer.text(a)),
     short=lambda a: f"MLA {a.n_heads} heads, latent {a.kv_lora_rank}"
-                    + (f", window {commas(a.window)}" if a.window else ""),
-    draw=draw, explain=explain, compressed_cache=True))
+                    + (f", window {commas(a.window)}" if a.window else "")
+                    + (f", DSA top {commas(a.indexer.topk)}" if a.indexer else ""),
+    draw=draw, explain=explain, compressed_cache=True, scoring_macs=indexer.scoring_macs))

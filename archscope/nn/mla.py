@@ -31,6 +31,11 @@ Which one runs is decided per call by the position it starts at and `decode_form
   the host does not read the position.
 Set the form on a whole built model with `set_mla_decode_form(model, form)`.
 
+With attention.indexer (DeepSeek Sparse Attention, nn/dsa.py) the layer also caches an indexer
+key per token and attends only to the keys its indexer selects (or, shared, the last indexed
+layer selected): a single query gathers them (both forms; `recompute` decompresses only those),
+several attend under the selection's mask.
+
 Conventions that follow transformers' DeepseekV2Attention (and DeepSeek's reference code):
 - RoPE rotates interleaved pairs (x0, x1), (x2, x3), ... not the half-split pairs of Llama;
 - the rotary cos/sin already carry YaRN's attention factor mscale(s, mscale) /
@@ -49,6 +54,7 @@ from torch import nn
 from archscope.errors import InputError
 from archscope.nn.attention import attend
 from archscope.nn.cache import LayerCache
+from archscope.nn.dsa import Indexer, attend_masked, attend_one, gathered, selection_mask
 from archscope.nn.linear import Linear
 from archscope.nn.norms import RMSNorm
 from archscope.nn.rope import _yarn_mscale, apply_rope_interleaved
@@ -92,28 +98,47 @@ class MLAttention(nn.Module):
         self.o_proj = Linear(h * self.v_dim, d, bias=attn.has_out_bias)
         self.scale = softmax_scale(spec, attn)
         self.decode_form: str = DECODE_FORMS[0]  # for start > 0 only; see the module docstring
-
-    def query(self, x):
-        if self.low_rank_query:
-            return self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
-        return self.q_proj(x)
+        # DSA: an indexer of its own (registered last, as transformers'), or a shared one that
+        # reads `selection_source`'s (nn.dsa.link_shared_indexers); a source keeps its selection
+        shared = attn.indexer is not None and bool(attn.indexer.shared)
+        self.indexer = Indexer(spec, attn) if attn.scores_keys else None
+        self.shares_selection, self.keeps_selection = shared, False
+        self.selection_source: tuple = ()
+        self.selection = None
 
     def forward(self, x, rope, start: int, cache: LayerCache | None):
         b, t, _ = x.shape
-        q = self.query(x).view(b, t, self.n_heads, self.nope + self.rope_dim).transpose(1, 2)
+        q_latent = self.q_a_layernorm(self.q_a_proj(x)) if self.low_rank_query else None
+        q = self.q_b_proj(q_latent) if self.low_rank_query else self.q_proj(x)
+        q = q.view(b, t, self.n_heads, self.nope + self.rope_dim).transpose(1, 2)
         q_nope, q_rope = q.split([self.nope, self.rope_dim], dim=-1)
         latent, k_rope = self.kv_a_proj_with_mqa(x).split([self.latent, self.rope_dim], dim=-1)
         latent = self.kv_a_layernorm(latent)  # [B, T, kv_lora_rank]
         cos, sin = rope
         q_rope = apply_rope_interleaved(q_rope, cos, sin)
         k_rope = apply_rope_interleaved(k_rope, cos, sin)  # [B, T, rope]: one key for all heads
+        held = {"latent": latent, "k_rope": k_rope}
+        if self.indexer is not None:
+            held["index_k"] = self.indexer.key(x, rope)
         key_pos = None
         if cache is not None:
-            held, key_pos = cache.append({"latent": latent, "k_rope": k_rope}, start)
-            latent, k_rope = held["latent"], held["k_rope"]
+            held, key_pos = cache.append(held, start)
+        selected = self._selected(x, q_latent, rope, held, start, key_pos)
         attention = self._absorbed if self.absorbs_at(start) else self._naive
-        out = attention(q_nope, q_rope, latent, k_rope, start, key_pos)  # [B, H, T, v]
+        out = attention(q_nope, q_rope, held["latent"], held["k_rope"], start, key_pos,
+                        selected)  # [B, H, T, v]
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+    def _selected(self, x, q_latent, rope, held, start, key_pos):
+        """The keys each query attends to [B, T, k] (DSA), or None: every key it may see."""
+        if self.shares_selection:
+            return self.selection_source[0].selection
+        if self.indexer is None:
+            return None
+        selected = self.indexer.select(x, q_latent, rope, held["index_k"], start, key_pos)
+        if self.keeps_selection:
+            self.selection = selected
+        return selected
 
     def absorbs_at(self, start) -> bool:
         """Whether a call starting at position `start` attends on the latent (module docstring):
@@ -125,33 +150,51 @@ class MLAttention(nn.Module):
             return False
         return isinstance(start, torch.Tensor) or start > 0
 
-    def _naive(self, q_nope, q_rope, latent, k_rope, start, key_pos):
-        """Decompress every held latent into per-head keys and values, then plain MHA."""
+    def _naive(self, q_nope, q_rope, latent, k_rope, start, key_pos, selected=None):
+        """Decompress every held (or selected) latent into per-head keys and values, then MHA."""
+        valid = None
+        if selected is not None and q_nope.shape[2] == 1:  # one query: its keys only
+            (latent, k_rope), valid = gathered(selected, key_pos, latent, k_rope)
         b, s, _ = latent.shape
         kv = self.kv_b_proj(latent).view(b, s, self.n_heads, self.nope + self.v_dim).transpose(1, 2)
         k_nope, v = kv.split([self.nope, self.v_dim], dim=-1)
         k_rope = k_rope[:, None].expand(b, self.n_heads, s, self.rope_dim)
         q = torch.cat((q_nope, q_rope), dim=-1)
         k = torch.cat((k_nope, k_rope), dim=-1)
-        return attend(q, k, v, start=start, key_pos=key_pos, window=self.window, scale=self.scale,
-                      gqa=False)
+        return self._attend(q, k, v, start, key_pos, selected, valid, gqa=False)
 
-    def _absorbed(self, q_nope, q_rope, latent, k_rope, start, key_pos):
+    def _absorbed(self, q_nope, q_rope, latent, k_rope, start, key_pos, selected=None):
         """Attend on the latent itself: q_nope . (W_uk c) == (W_uk^T q_nope) . c, per head."""
+        valid = None
+        if selected is not None and q_nope.shape[2] == 1:  # one query: its keys only
+            (latent, k_rope), valid = gathered(selected, key_pos, latent, k_rope)
         w = local(self.kv_b_proj.weight).view(self.n_heads, self.nope + self.v_dim, self.latent)
         w_uk, w_uv = w.split([self.nope, self.v_dim], dim=1)
         q_latent = torch.einsum("bhtn,hnc->bhtc", q_nope, w_uk)
         q = torch.cat((q_latent, q_rope), dim=-1)  # [B, H, T, kv_lora_rank + rope]
         k = torch.cat((latent, k_rope), dim=-1)[:, None]  # [B, 1, S, ...]: one shared "head"
-        out_latent = attend(q, k, latent[:, None], start=start, key_pos=key_pos,
-                            window=self.window, scale=self.scale, gqa=True)
+        out_latent = self._attend(q, k, latent[:, None], start, key_pos, selected, valid,
+                                  gqa=True)
         return torch.einsum("bhtc,hvc->bhtv", out_latent, w_uv)
 
+    def _attend(self, q, k, v, start, key_pos, selected, valid, gqa: bool):
+        """Dense attention (causal, windowed), or DSA's over the selected keys (nn/dsa.py)."""
+        if selected is None:
+            return attend(q, k, v, start=start, key_pos=key_pos, window=self.window,
+                          scale=self.scale, gqa=gqa)
+        if q.shape[2] == 1:  # k and v hold the selected keys already
+            return attend_one(q, k, v, self.scale, gqa, valid)
+        mask = selection_mask(selected, k.shape[2], start, key_pos)
+        return attend_masked(q, k, v, mask, self.scale, gqa)
+
     def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:
-        """Latent and RoPE key only: (kv_lora_rank + qk_rope_head_dim) values per token."""
+        """Latent and RoPE key only: (kv_lora_rank + qk_rope_head_dim) values per token, and
+        an indexer's key (index head_dim) on a layer with one of its own."""
         capacity = self.tokens_held(max_len)
-        return LayerCache({"latent": (batch, self.latent), "k_rope": (batch, self.rope_dim)},
-                          seq_dim=1, capacity=capacity, device=device, dtype=dtype)
+        shapes = {"latent": (batch, self.latent), "k_rope": (batch, self.rope_dim)}
+        if self.indexer is not None:  # DSA: the indexer's key per token too
+            shapes["index_k"] = (batch, self.indexer.head_dim)
+        return LayerCache(shapes, seq_dim=1, capacity=capacity, device=device, dtype=dtype)
 
 
 def set_mla_decode_form(model: nn.Module, form: str) -> int:

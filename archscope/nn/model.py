@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from archscope.nn.cache import KVCache
+from archscope.nn.dsa import link_shared_indexers
 from archscope.nn.linear import Linear
 from archscope.nn.norms import make_norm
 from archscope.nn.registry import ffn_module, mixer_module
@@ -106,6 +107,9 @@ class DecoderLM(nn.Module):
         # nanochat's norm of the embedding (norm.embedding), before the first layer
         self.embedding_norm = make_norm(spec.norm, d) if spec.norm.embedding else None
         self.layers = nn.ModuleList(Block(spec, layer) for layer in spec.plan)
+        # a layer may attend to what an earlier one selected (GLM-5's shared DSA indexer)
+        link_shared_indexers(getattr(b, b.mixer_name) if b.mixer_name else None
+                             for b in self.layers)
         # a post-norm stack already ends on a norm; pre- and output-norm ones add a final one
         self.norm = make_norm(spec.norm, d) if spec.norm.position != "post" else nn.Identity()
         self.lm_head = Linear(d, spec.vocab_size, bias=spec.lm_head.bias)  # Phi-2's has one

@@ -1,6 +1,6 @@
 """The spec's attention component: GQA (with MHA and MQA as its extremes) and DeepSeek's MLA,
 with what a layer may add (window or chunk, QK-norm, NoPE, temperature tuning, fused
-projections).
+projections, MLA's sparse-attention indexer).
 
 A frozen dataclass whose field names are the YAML keys (DESIGN.md section 2); it checks its
 own consistency in `validate`. The per-layer plan that varies it layer by layer is in `schema`.
@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from archscope.spec.checks import absent_unless, one_spelling, positive, require
+# the indexer is its own module; check_shared_indexers stays importable from here
+from archscope.spec.indexer import IndexerSpec, check_shared_indexers  # noqa: F401
 
 AttentionKind = Literal["gqa", "mla"]
 # A norm of q and k after their projections, before RoPE: over each head's head_dim with one
@@ -94,6 +96,8 @@ class AttentionSpec:
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
     v_head_dim: int | None = None
+    # mla: DeepSeek Sparse Attention's indexer (see IndexerSpec); null: dense attention
+    indexer: IndexerSpec | None = None
 
     MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
@@ -139,7 +143,7 @@ class AttentionSpec:
                     "required when kind is 'gqa' (often d_model / n_heads, but not always)")
             require(self.n_heads % self.n_kv_heads == 0, "n_kv_heads",
                     f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
-            absent_unless(self, "kind", "mla", *self.MLA_KEYS)
+            absent_unless(self, "kind", "mla", *self.MLA_KEYS, "indexer")
             self._check_rotary_fraction()
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "qk_norm_kind", "qk_norm_after_rope",
@@ -155,6 +159,20 @@ class AttentionSpec:
             require(self.head_dim is None, "head_dim",
                     "not used by MLA (q/k use qk_nope_head_dim + qk_rope_head_dim, v uses v_head_dim)")
             require(self.qk_rope_head_dim % 2 == 0, "qk_rope_head_dim", "must be even for RoPE")
+            self._check_indexer()
+
+    def _check_indexer(self) -> None:
+        ix = self.indexer
+        if ix is None:
+            return
+        require(self.q_lora_rank is not None, "indexer",
+                "the indexer's queries come from the query latent (wq_b reads q_a_layernorm's "
+                "output): it needs q_lora_rank")
+        require(self.window is None, "indexer",
+                "an indexed layer selects among every cached key: leave the window out")
+        require(ix.head_dim is None or ix.head_dim >= self.qk_rope_head_dim, "indexer.head_dim",
+                f"the indexer rotates the first qk_rope_head_dim ({self.qk_rope_head_dim}) dims "
+                f"of its keys, so head_dim must be at least that, got {ix.head_dim}")
 
     def _check_rotary_fraction(self) -> None:
         f = self.rotary_fraction
@@ -194,11 +212,23 @@ class AttentionSpec:
 
     def keys_read(self, seq_len: int) -> int:
         """Keys the query at position seq_len - 1 attends to (itself included): a window's last
-        min(seq_len, window), the current chunk's (seq_len - 1) % chunk + 1, else all. The one
-        home of the rule: decode FLOPs read it, prefill's causal pairs sum it."""
+        min(seq_len, window), the current chunk's (seq_len - 1) % chunk + 1, else all; an
+        indexed layer (DSA) at most its indexer's topk of them. The one home of the rule:
+        decode FLOPs read it, prefill's causal pairs sum it."""
         if self.chunk:
             return (seq_len - 1) % self.chunk + 1
-        return self.tokens_held(seq_len)
+        held = self.tokens_held(seq_len)
+        return min(held, self.indexer.topk) if self.indexer else held
+
+    def keys_scored(self, seq_len: int) -> int:
+        """Keys the layer's own indexer scores for the query at seq_len - 1: every key it could
+        attend to (0 without an indexer of its own: dense, or a shared one)."""
+        return self.tokens_held(seq_len) if self.scores_keys else 0
+
+    @property
+    def scores_keys(self) -> bool:
+        """Whether the layer runs an indexer of its own (DSA, not shared)."""
+        return self.indexer is not None and not self.indexer.shared
 
     @property
     def rotary_dim(self) -> int:

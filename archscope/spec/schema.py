@@ -18,7 +18,8 @@ from functools import cached_property
 
 from archscope.errors import SpecError, quote
 from archscope.spec.checks import positive, require
-from archscope.spec.attention import AttentionKind, AttentionSpec, QKNorm
+from archscope.spec.attention import (AttentionKind, AttentionSpec, IndexerSpec, QKNorm,
+                                      check_shared_indexers)
 from archscope.spec.components import (Activation, FFNKind, FFNSpec, HeadSpec, Multipliers,
                                        NormKind, NormPosition, NormSpec, PositionKind,
                                        PositionSpec, RouterMethod, RouterScoring, RouterSpec,
@@ -31,8 +32,8 @@ from archscope.spec.mamba2 import Mamba2Spec
 from archscope.spec.mixers import ATTENTION, NONE, STATE_KINDS, StateMixerSpec
 
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers", "HeadSpec",
-           "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "RouterSpec", "FFNSpec",
-           "NormKind", "NormPosition", "QKNorm", "PositionKind", "ScalingKind", "AttentionKind",
+           "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "IndexerSpec", "RouterSpec",
+           "FFNSpec", "NormKind", "NormPosition", "QKNorm", "PositionKind", "ScalingKind", "AttentionKind",
            "FFNKind", "Activation", "RouterMethod", "RouterScoring", "RouterWeights",
            "Mamba2Spec", "GatedDeltaNetSpec", "StateMixerSpec"]
 
@@ -90,6 +91,7 @@ class ModelSpec:
             raise SpecError(f"the state mixer {self.mixer.kind!r} is no layer's mixer (every "
                             "layer says mixer: attention or none): leave `mixer` out",
                             key="mixer")
+        check_shared_indexers(self.plan if self.layers else self.plan[:1], self.attention)
         if self.norm.position == "parallel":
             lone = next((layer for layer in self.plan if layer.attention is None
                          or layer.ffn is None), None)

@@ -412,4 +412,15 @@ FAMILY_CASES = [
                                       rope_parameters={"rope_type": "dynamic", "alpha": 8.0,
                                                        "factor": 1.0,
                                                        "rope_theta": 10000.0})),
+    # DeepSeek Sparse Attention: each query attends to the indexer's best 6 keys of up to 18;
+    # 8 indexer heads make exact ties among the ReLU'd scores (which torch.topk breaks its own
+    # way, differently for a whole prompt and one step) unlikely; the dense layer by
+    # mlp_layer_types; GLM-5's indexer on adjacent pairs, layer 1 sharing layer 0's selection
+    FamilyCase("deepseek_v32", dict(_DEEPSEEK, index_n_heads=8, index_head_dim=12, index_topk=6,
+                                    mlp_layer_types=["sparse", "dense"], **NO_IDS),
+               prepare=random_correction_bias),
+    FamilyCase("glm_moe_dsa", dict(_DEEPSEEK, num_hidden_layers=3, index_n_heads=8,
+                                   index_head_dim=12, index_topk=6,
+                                   indexer_types=["full", "shared", "full"], **NO_IDS),
+               prepare=random_correction_bias),
 ]

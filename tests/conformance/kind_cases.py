@@ -38,6 +38,13 @@ KIND_CASES = {
     "gqa-nope-layer": {"layers": [{"select": [1], "attention": {"rope": False}}]},
     "mla": {"attention": _MLA},
     "mla-no-q-lora": {"attention": {**_MLA, "q_lora_rank": None}},
+    # DeepSeek Sparse Attention: the indexer keeps 4 of the prompt's 10 keys; GLM-5's shared
+    # selection on the second layer, with the indexer's RoPE on adjacent pairs
+    "mla-dsa": {"attention": {**_MLA, "indexer": {"n_heads": 2, "head_dim": 8, "topk": 4}}},
+    "mla-dsa-shared-interleaved": {
+        "attention": {**_MLA, "indexer": {"n_heads": 2, "head_dim": 6, "topk": 4,
+                                          "interleaved": True}},
+        "layers": [{"select": [1], "attention": {"indexer": {"topk": 4, "shared": True}}}]},
     "mlp-learned-layernorm": {"position": {"kind": "learned"},
                               "norm": {"kind": "layernorm", "eps": 1e-5},
                               "ffn": {"kind": "mlp", "d_ff": 64, "activation": "gelu_tanh",

@@ -25,7 +25,8 @@ REFUSED = {"jetmoe": "mixture of attention heads",
            "gemma4_text": "per-layer input embeddings",
            "ernie4_5_moe": "correction bias",
            "mimo_v2_flash": "value heads", "afmoe": "output gate", "cohere2_moe": "parallel",
-           "minicpm3": "half-split", "ministral3": "temperature tuning", "apertus": "xIELU"}
+           "minicpm3": "half-split", "ministral3": "temperature tuning", "apertus": "xIELU",
+           "mistral4": "query scale by position"}
 
 
 def _config(model_type: str):

@@ -53,6 +53,8 @@ def preset():
 _ATTENTION = {"head_dim": 8, "window": 6, "q_lora_rank": 16, "kv_lora_rank": 8,
               "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 6}
 _FFN = {"d_ff": 64, "n_experts": 4, "d_expert": 16, "d_shared": 24}
+# a DSA indexer: 2 heads of 8, choosing 4 of a 10-token prompt's keys (a shared one: topk only)
+_INDEXER = {"n_heads": 2, "head_dim": 8, "topk": 4}
 
 
 def _shrink_attention(a: dict, heads: int) -> dict:
@@ -61,6 +63,8 @@ def _shrink_attention(a: dict, heads: int) -> dict:
         out["n_heads"] = 4
     if "n_kv_heads" in a:  # keep MHA / MQA / GQA as it was
         out["n_kv_heads"] = {heads: 4, 1: 1}.get(a["n_kv_heads"], 2)
+    if a.get("indexer"):
+        out["indexer"] = {k: _INDEXER.get(k, v) for k, v in a["indexer"].items()}
     return out
 
 

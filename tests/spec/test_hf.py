@@ -287,11 +287,16 @@ def test_published_deepseek_v2_lite_config_gives_the_preset(tmp_path):
 
 
 def test_deepseek_export_refuses_renormalised_routing():
-    """transformers' DeepseekV2 ignores norm_topk_prob: exporting normalize: true would silently
-    build a model that routes differently (found by a logit mismatch in the profile tests)."""
+    """transformers' DeepseekV2 ignores norm_topk_prob: its writer refuses normalize: true,
+    which would silently build a model that routes differently (found by a logit mismatch in
+    the profile tests); the exporter writes such a spec as Mistral 4, whose class honours it
+    (tests/nn/test_mistral4.py compares the logits)."""
     from archscope.spec import load_spec
+    from archscope.spec.families.registry import find
 
     spec = load_spec("deepseek-v2-lite", ["ffn.router.normalize=true"])
     with pytest.raises(SpecError, match="never renormalises") as info:
-        spec_to_hf_config(spec)
+        find("deepseek_v2").write(spec)
     assert info.value.key == "ffn.router.normalize"
+    written = spec_to_hf_config(spec)
+    assert written["model_type"] == "mistral4" and written["norm_topk_prob"] is True

@@ -11,7 +11,7 @@ from __future__ import annotations
 from archscope.claims.quantities.registry import attn_of, quantity, uniform
 from archscope.errors import InputError, quote
 from archscope.estimate import COMPONENTS, model_record, nbytes
-from archscope.estimate.flops import MIXER_COMPONENTS
+from archscope.estimate.flops import INDEXER_COMPONENTS, MIXER_COMPONENTS
 from archscope.estimate.kv_cache import (decompressed_elements_per_token,
                                          kv_elements_per_token, mha_elements_per_token)
 from archscope.estimate.params import GROUPS, group_of
@@ -213,7 +213,8 @@ def attention_scores_bytes(spec, seq_len, dtype, heads=None, batch=1):
 
 # --- FLOPs --------------------------------------------------------------------------------
 
-_ALL = COMPONENTS + MIXER_COMPONENTS  # a hybrid's state mixers' FLOPs are part of the total
+# a hybrid's state mixers' FLOPs and a DSA indexer's are part of the total
+_ALL = COMPONENTS + MIXER_COMPONENTS + INDEXER_COMPONENTS
 
 
 def _flop_keys(components) -> list[str]:
@@ -235,7 +236,7 @@ def _decode(spec, context, keys) -> int:
                              "`context`")
         context = 1
     count = record_at(spec, context).at(context).decode
-    return sum(count.by_component.get(k, 0) for k in keys)  # mixer keys: hybrids only
+    return sum(count.by_component.get(k, 0) for k in keys)  # mixer/indexer keys: some only
 
 
 @quantity("decode_flops", "FLOPs")
