@@ -362,4 +362,11 @@ FAMILY_CASES = [
                               sliding_window=6, **NO_IDS)),
     FamilyCase("bitnet", dict({k: v for k, v in SHAPE.items() if k != "head_dim"},
                               attention_bias=True, **NO_IDS)),
+    FamilyCase("ernie4_5_moe", dict(SHAPE, num_hidden_layers=3, moe_num_experts=4, moe_k=2,
+                                    moe_intermediate_size=32, moe_num_shared_experts=1,
+                                    moe_layer_start_index=0, moe_layer_interval=2, **NO_IDS),
+               prepare=random_correction_bias),
+    FamilyCase("ernie4_5_moe", dict(SHAPE, moe_num_experts=4, moe_k=2, moe_intermediate_size=32,
+                                    moe_num_shared_experts=0, use_bias=True, **NO_IDS),
+               name="ernie4_5_moe-biased", prepare=random_correction_bias),
 ]

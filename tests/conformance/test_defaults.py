@@ -23,7 +23,7 @@ REFUSED = {"nemotron_h": "MoE block", "jetmoe": "mixture of attention heads",
            "longcat_flash": "zero-computation experts", "deepseek_v4": "hyper-connections",
            "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
            "gemma4_text": "per-layer input embeddings",
-           "ernie4_5_moe": "correction bias", "hunyuan_v1_moe": "QK-norm",
+           "hunyuan_v1_moe": "QK-norm",
            "mimo_v2_flash": "value heads", "afmoe": "output gate", "cohere2_moe": "parallel",
            "hunyuan_v1_dense": "after RoPE", "minicpm3": "half-split",
            "ministral3": "temperature tuning", "apertus": "xIELU"}
