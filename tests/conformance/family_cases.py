@@ -369,4 +369,6 @@ FAMILY_CASES = [
     FamilyCase("ernie4_5_moe", dict(SHAPE, moe_num_experts=4, moe_k=2, moe_intermediate_size=32,
                                     moe_num_shared_experts=0, use_bias=True, **NO_IDS),
                name="ernie4_5_moe-biased", prepare=random_correction_bias),
+    FamilyCase("glm", dict(SHAPE, attention_bias=True, partial_rotary_factor=0.75, **NO_IDS)),
+    FamilyCase("glm4", dict(SHAPE, attention_bias=True, **NO_IDS)),
 ]

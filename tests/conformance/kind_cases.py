@@ -82,6 +82,9 @@ KIND_CASES = {
     "moe-correction-bias-parameter": {"ffn": {**_MOE, "router": {
         "method": "noaux_tc", "correction_bias": True, "correction_bias_parameter": True,
         "n_group": 1, "topk_group": 1}}},
+    # GLM-4: part of each head rotated, on adjacent pairs
+    "partial-rope-interleaved": {"attention": {"rotary_fraction": 0.5},
+                                 "position": {"interleaved": True}},
 }
 
 
