@@ -24,7 +24,7 @@ REFUSED = {"nemotron_h": "MoE block", "jetmoe": "mixture of attention heads",
            "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
            "gemma4_text": "per-layer input embeddings",
            "hunyuan_v1_moe": "QK-norm",
-           "mimo_v2_flash": "value heads", "afmoe": "output gate", "cohere2_moe": "parallel",
+           "mimo_v2_flash": "value heads", "afmoe": "output gate",
            "hunyuan_v1_dense": "after RoPE", "minicpm3": "half-split",
            "ministral3": "temperature tuning", "apertus": "xIELU"}
 
