@@ -86,7 +86,8 @@ def random_correction_bias(hf, seed: int = 7) -> None:
     """DeepSeek-V3's and GLM-4.5's selection-only e_score_correction_bias, random (hf_model
     leaves the buffer at zero, where leaving it out of the choice would change nothing)."""
     generator = torch.Generator().manual_seed(seed)
-    for name, b in hf.named_buffers():
+    # a buffer, or (ERNIE 4.5's) a parameter
+    for name, b in [*hf.named_buffers(), *hf.named_parameters()]:
         if name.endswith("e_score_correction_bias"):
             b.copy_(0.5 * torch.randn(b.shape, generator=generator))
 

@@ -7,6 +7,8 @@ With ffn.expert mlp or relu2 every expert, routed and shared, is an ungated two-
 
 DeepSeek-V3's e_score_correction_bias (n_experts numbers per MoE layer, selection only) is a
 buffer in transformers, not a parameter, so it is not counted here (it is in the checkpoint).
+ERNIE 4.5 holds the same bias as a parameter (router.correction_bias_parameter): counted, one
+part `ffn.router_bias`, used by every token (it chooses).
 
 Phi-3.5-MoE's sparsemixer router (router.method sparsemixer) picks its experts one round at a
 time from masked logits: the same gate matrix, so the same parameters and matmul FLOPs.
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archscope.kinds.registry import register
-from archscope.kinds.base import FFNKind, Weight, gated_parts, linear, merged
+from archscope.kinds.base import FFNKind, Part, Weight, gated_parts, linear, merged
 from archscope.kinds.wording import ACTIVATION_NAMES
 from archscope.kinds.swiglu import clamp_text
 from archscope.units import commas, num
@@ -64,6 +66,9 @@ def parts(ffn, d: int):
     out = [linear("ffn.router", d, ffn.n_experts, ffn.routing.bias, module="gate",
                   module_type="Router"),
            replace(experts, weights=expert_weights(ffn, w))]
+    if ffn.routing.correction_bias_parameter:
+        out.insert(1, Part("ffn.router_bias", ffn.n_experts, weights=(
+            Weight("gate", "Router", "e_score_correction_bias", (ffn.n_experts,)),)))
     if ffn.shared_experts:
         shared = unit_parts(ffn, "shared", d, ffn.shared_width)
         out.append(merged("ffn.shared_experts", shared, module="shared_experts"))
@@ -94,6 +99,7 @@ def describe(f, d: int) -> str:
     unit = f" ({f.activation}{', bias' if f.bias else ''}{clamp_text(f)})" \
         if f.limit is not None or f.bias else ""
     routing += ", bias" if r.bias else ""
+    routing += ", correction bias (a parameter)" if r.correction_bias_parameter else ""
     routing += ", weight on the expert's input" if r.weights == "input" else ""
     w = f.d_latent or d
     latent = f" in a {w}-wide latent ({d}->{w}, {w}->{d})" if f.d_latent else ""
@@ -105,7 +111,8 @@ def draw(g, spec, f):
     d, r = commas(spec.d_model), f.routing
     groups = (f", best {r.topk_group} of {r.n_group} groups"
               if r.method in ("group_limited_greedy", "noaux_tc") else "")
-    bias = " (+ bias to choose)" if r.correction_bias else ""
+    bias = ((" (+ bias to choose, a parameter)" if r.correction_bias_parameter
+             else " (+ bias to choose)") if r.correction_bias else "")
     pick = (f"sparsemixer: {f.top_k} rounds, each a softmax within 2×{num(r.jitter_eps)} of "
             "the best left" if r.method == "sparsemixer" else
             f"{r.scoring}{bias}, top-{f.top_k}{groups}")

@@ -175,9 +175,13 @@ def apply_rope_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
     """Rotate adjacent pairs of x [..., T, dim] (DeepSeek's MLA; Llama 4, position.interleaved).
 
     cos/sin are the model's [T, dim] tables in the half-split layout cat(angles, angles), so
-    their first half holds one angle per pair.
+    their first half holds one angle per pair. Tables narrower than x rotate its first dims and
+    pass the rest through (GLM's partial RoPE on adjacent pairs).
     """
-    half = x.shape[-1] // 2
+    dim = cos.shape[-1]
+    if dim < x.shape[-1]:
+        return torch.cat((apply_rope_interleaved(x[..., :dim], cos, sin), x[..., dim:]), dim=-1)
+    half = dim // 2
     c, s = cos[..., :half].float(), sin[..., :half].float()
     x0, x1 = x[..., 0::2].float(), x[..., 1::2].float()  # in fp32, as transformers rotates
     return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1).flatten(-2).to(x.dtype)

@@ -9,8 +9,9 @@
   softmax after): the softmax is monotonic, so both pick the same experts and weights
   (gpt-oss's router is that too: top-k of the biased logits, softmax over them);
 - noaux_tc (DeepSeek-V3, scoring sigmoid): experts are chosen by score + e_score_correction_bias
-  (a buffer, not a parameter), groups scored by the sum of their best two; the weights are the
-  chosen experts' unbiased scores;
+  (a buffer, not a parameter; a parameter with routing.correction_bias_parameter, ERNIE 4.5's
+  softmax router), groups scored by the sum of their best two; the weights are the chosen
+  experts' unbiased scores;
 - sparsemixer (Phi-3.5-MoE's SparseMixer at inference, transformers' `sparsemixer` in eval
   mode): top_k rounds over the logits s; round r takes the best expert not chosen yet (logit
   m), masks every logit whose relative gap (m - s) / max(|s|, m) exceeds 2 * jitter_eps, and
@@ -40,7 +41,10 @@ class Router(nn.Module):
         self.weight = nn.Parameter(torch.empty(n_experts, d_model))
         self.top_k, self.routing = top_k, routing
         self.bias = nn.Parameter(torch.empty(n_experts)) if routing.bias else None
-        if routing.correction_bias:  # a buffer, as transformers' DeepseekV3TopkRouter holds it
+        if routing.correction_bias_parameter:  # a parameter, as transformers' Ernie 4.5 holds it
+            self.e_score_correction_bias = nn.Parameter(torch.zeros(n_experts),
+                                                        requires_grad=False)
+        elif routing.correction_bias:  # a buffer, as transformers' DeepseekV3TopkRouter holds it
             self.register_buffer("e_score_correction_bias", torch.zeros(n_experts))
         self.weight_fp32: tuple | None = None  # (weight, bias) in fp32: see keep_fp32_copy
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from archscope.spec.checks import absent_unless, positive, require
+from archscope.spec.checks import absent_unless, one_spelling, positive, require
 
 # greedy: the top_k scores; group_limited_greedy (DeepSeek-V2) and noaux_tc (DeepSeek-V3):
 # within the best groups; sparsemixer (Phi-3.5-MoE): see RouterSpec.jitter_eps
@@ -34,6 +34,9 @@ class RouterSpec:
     scaling_factor: float = 1.0  # DeepSeek's routed_scaling_factor
     scoring: RouterScoring = "softmax"  # DeepSeek's scoring_func
     correction_bias: bool = False  # DeepSeek-V3's e_score_correction_bias (choice only; a buffer)
+    # true: that correction bias is a parameter, counted with the model's (ERNIE 4.5's
+    # moe_statics.e_score_correction_bias, n_experts per MoE layer). null or false: a buffer
+    correction_bias_parameter: bool | None = None
     bias: bool = False  # the router Linear's own bias, added to the logits (gpt-oss)
     weights: RouterWeights = "output"  # input: scale each expert's input instead (Llama 4)
     # sparsemixer (Phi-3.5-MoE, HF router_jitter_noise; transformers' PhimoeTopKRouter in eval
@@ -43,8 +46,13 @@ class RouterSpec:
     # weights are not renormalised (normalize false). Required by sparsemixer, else absent.
     jitter_eps: float | None = None
 
+    def __post_init__(self) -> None:
+        one_spelling(self, "correction_bias_parameter")
+
     def validate(self) -> None:
         positive(self, "n_group", "topk_group", "scaling_factor")
+        require(self.correction_bias or not self.correction_bias_parameter,
+                "correction_bias_parameter", "needs correction_bias: true")
         require(self.method != "noaux_tc" or self.correction_bias, "correction_bias",
                 "noaux_tc chooses experts by the scores plus a correction bias: set "
                 "correction_bias: true")

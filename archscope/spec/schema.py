@@ -122,11 +122,6 @@ class ModelSpec:
             raise SpecError(f"rotary_fraction rotates part of each head, but position.kind "
                             f"is {self.position.kind!r}: leave it out",
                             key="attention.rotary_fraction")
-        if layer.attention.rotary_fraction and layer.position.interleaved:
-            raise SpecError("rotary_fraction (half-split pairs within the rotated dims, "
-                            "GLM-4.5) with position.interleaved (adjacent pairs, Llama 4): "
-                            "no model does both and archscope builds neither combination",
-                            key="attention.rotary_fraction")
         if not layer.attention.rope and self.position.kind != "rope":
             key = "attention.rope" if not self.attention.rope else "layers"
             raise SpecError(f"rope: false (layer {layer.index}) turns RoPE off on a layer, "

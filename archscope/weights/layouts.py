@@ -48,4 +48,6 @@ LAYOUTS = {
     "transposed": (lambda t, _: _swap(t), _swap),
     "stacked_experts": (_stacked, _unstacked),
     "stacked_experts_transposed": (_stacked_transposed, lambda t: _unstacked(_swap(t))),
+    # ERNIE 4.5's router bias is [1, n_experts] (one group) where ours is [n_experts]
+    "one_row": (lambda t, _: t.reshape(t.shape[-1]), lambda t: t.reshape(1, -1)),
 }

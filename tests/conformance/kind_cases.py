@@ -87,6 +87,13 @@ KIND_CASES = {
                                                    "normalize": False}}},
     "sub-norms-relu2-glu": {"attention": {"sub_norm": True},
                             "ffn": {"activation": "relu2", "sub_norm": True}},
+    # ERNIE 4.5: softmax scores, a selection bias that is a counted parameter
+    "moe-correction-bias-parameter": {"ffn": {**_MOE, "router": {
+        "method": "noaux_tc", "correction_bias": True, "correction_bias_parameter": True,
+        "n_group": 1, "topk_group": 1}}},
+    # GLM-4: part of each head rotated, on adjacent pairs
+    "partial-rope-interleaved": {"attention": {"rotary_fraction": 0.5},
+                                 "position": {"interleaved": True}},
 }
 
 

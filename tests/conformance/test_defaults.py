@@ -23,8 +23,7 @@ REFUSED = {"jetmoe": "mixture of attention heads",
            "longcat_flash": "zero-computation experts", "deepseek_v4": "hyper-connections",
            "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
            "gemma4_text": "per-layer input embeddings",
-           "ernie4_5_moe": "correction bias",
-           "mimo_v2_flash": "value heads", "afmoe": "output gate", "cohere2_moe": "parallel",
+           "mimo_v2_flash": "value heads", "afmoe": "output gate",
            "minicpm3": "half-split", "ministral3": "temperature tuning", "apertus": "xIELU",
            "mistral4": "query scale by position"}
 

@@ -10,7 +10,7 @@ import pytest
 from transformers import AutoConfig
 
 from archscope.errors import SpecError
-from archscope.spec import load_spec
+from archscope.spec import load_spec, with_overrides
 from archscope.spec.hf import spec_to_hf_config, write_hf_config
 from archscope.spec.hf_import import read_hf_config
 from archscope.spec.resolved import differences
@@ -101,9 +101,11 @@ def test_sandwich_and_multipliers_export_as_gemma_not_granite():
     # (1 + w) norms before each sublayer, sqrt(d) embeddings: Gemma (1)'s class
     offset_only = tiny_spec(norm=dict(kind="rmsnorm", eps=1e-6, unit_offset=True),
                             multipliers=dict(embedding=8.0, attention=0.25))
-    # pre-norm (1 + weight) RMSNorms without QK-norm: VaultGemma's class (Gemma 2 less its
-    # post-sublayer norms)
-    assert spec_to_hf_config(offset_only)["architectures"] == ["VaultGemmaForCausalLM"]
+    assert spec_to_hf_config(offset_only)["architectures"] == ["GemmaForCausalLM"]
+    # with a window: VaultGemma's class (Gemma 2 less its post-sublayer norms), whose forward
+    # always builds a sliding mask
+    windowed = with_overrides(offset_only, ["attention.window=8"])
+    assert spec_to_hf_config(windowed)["architectures"] == ["VaultGemmaForCausalLM"]
     output_norms = tiny_spec(norm=dict(kind="rmsnorm", eps=1e-6, unit_offset=True,
                                        position="output"),
                              multipliers=dict(embedding=8.0, attention=0.25))

@@ -139,7 +139,6 @@ def test_what_glm4_moe_cannot_hold_names_the_key(change, key):
     (["attention.rotary_fraction=1.5"], "attention.rotary_fraction"),
     (["attention.rotary_fraction=0.2"], "attention.rotary_fraction"),  # 25 dims: not pairs
     (["mtp_layers=-1"], "mtp_layers"),
-    (["position.interleaved=true"], "attention.rotary_fraction"),  # adjacent pairs + partial
 ])
 def test_the_spec_refuses_what_cannot_run(change, key):
     with pytest.raises(SpecError) as err:

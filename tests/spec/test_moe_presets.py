@@ -1,5 +1,5 @@
-"""The MoE long tail's presets (qwen2-57b-a14b, olmoe-1b-7b, minimax-m2): the published
-config.json (the values each preset's header cites) reads as the preset; total and active
+"""The MoE long tail's presets (qwen2-57b-a14b, olmoe-1b-7b, minimax-m2, ernie-4.5-21b-a3b): the
+published config.json (the values each preset's header cites) reads as the preset; total and active
 parameters equal transformers' class built on the meta device from that config (active: all
 parameters less each MoE layer's unused experts, counted from the built modules on both sides);
 and the estimated KV cache equals what archscope's cache holds after a real prefill of a
@@ -21,6 +21,16 @@ from hf_configs import network, write_config
 from parity import active_params_from_modules, held_cache_bytes
 
 PUBLISHED = {
+    "ernie-4.5-21b-a3b": {
+        "architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe",
+        "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0, "hidden_act": "silu",
+        "hidden_size": 2560, "intermediate_size": 12288, "max_position_embeddings": 131072,
+        "num_attention_heads": 20, "num_key_value_heads": 4, "head_dim": 128,
+        "num_hidden_layers": 28, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+        "use_bias": False, "tie_word_embeddings": True, "vocab_size": 103424,
+        "moe_num_experts": 64, "moe_k": 6, "moe_intermediate_size": 1536,
+        "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_end_index": 27,
+        "moe_layer_interval": 1},
     "qwen2-57b-a14b": {
         "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe",
         "bos_token_id": 151643, "eos_token_id": 151643, "decoder_sparse_step": 1,

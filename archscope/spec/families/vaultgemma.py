@@ -11,7 +11,9 @@ from archscope.spec.families.gemma2 import GEMMA2, gemma_norms, read, write
 _FFN_NORM = "pre_feedforward_layernorm"
 VAULTGEMMA = GEMMA2.but(
     "vaultgemma", "VaultGemmaForCausalLM", read=lambda c: read(c, position="pre"), write=write,
-    exports=gemma_norms("pre"),
+    # VaultGemma's forward always builds a sliding-window mask, so it needs a window: a pre-norm
+    # Gemma without one is Gemma's own class
+    exports=lambda s: gemma_norms("pre")(s) and any(layer.window for layer in s.plan),
     weights=tuple(r for r in GEMMA2.weights if "feedforward" not in r.hf
                   and "post_attention" not in r.hf)
     + rules((f"model.layers.{{i}}.{_FFN_NORM}.weight",
