@@ -65,10 +65,24 @@ def _refusal(model_type: str, family) -> str | None:
     from archscope.spec.hf_import import mapping_from_raw
     from archscope.spec.schema import ModelSpec
 
-    raw = AutoConfig.for_model(family.class_of or model_type, **family.default_fix).to_dict()
+    raw = _quietly(lambda: AutoConfig.for_model(family.class_of or model_type,
+                                                **family.default_fix).to_dict())
     raw["model_type"] = model_type
     try:
         from_mapping(ModelSpec, mapping_from_raw(raw, "default config", model_type, "defaults"))
     except SpecError as err:
         return f"{err.key}: {err.detail}" if err.key else err.detail
     return None
+
+
+def _quietly(make):
+    """`make()` with transformers' logger at errors only: its config classes warn about their
+    own defaults (a token id outside the default vocabulary), which say nothing here."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        return make()
+    finally:
+        hf_logging.set_verbosity(level)
