@@ -17,7 +17,9 @@ def attention_extras(attn) -> str:
         text += f", chunked attention {attn.chunk}"
     if attn.temperature_floor:
         text += (f", temperature tuning (floor {attn.temperature_floor}, "
-                 f"scale {num(attn.temperature_scale)})")
+                 f"scale {num(attn.temperature_scale)}"
+                 + (f", from position + {attn.temperature_offset}"
+                    if attn.temperature_offset is not None else "") + ")")
     return text
 
 

@@ -362,4 +362,7 @@ FAMILY_CASES = [
                               sliding_window=6, **NO_IDS)),
     FamilyCase("bitnet", dict({k: v for k, v in SHAPE.items() if k != "head_dim"},
                               attention_bias=True, **NO_IDS)),
+    FamilyCase("ministral3", dict(SHAPE, sliding_window=6, rope_parameters=dict(
+        rope_type="yarn", rope_theta=1e6, factor=4.0, original_max_position_embeddings=4,
+        llama_4_scaling_beta=0.5)), name="ministral3-scaled"),
 ]

@@ -26,7 +26,7 @@ REFUSED = {"nemotron_h": "MoE block", "jetmoe": "mixture of attention heads",
            "ernie4_5_moe": "correction bias", "hunyuan_v1_moe": "QK-norm",
            "mimo_v2_flash": "value heads", "afmoe": "output gate", "cohere2_moe": "parallel",
            "hunyuan_v1_dense": "after RoPE", "minicpm3": "half-split",
-           "ministral3": "temperature tuning", "apertus": "xIELU"}
+           "apertus": "xIELU"}
 
 
 def _config(model_type: str):

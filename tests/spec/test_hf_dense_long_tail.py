@@ -92,9 +92,9 @@ def test_gemma_bidirectional_attention_is_refused(tmp_path):
              "use_bidirectional_attention", "causal")
 
 
-@pytest.mark.parametrize("beta, key", [(0.1, "rope_parameters.llama_4_scaling_beta"),
+@pytest.mark.parametrize("beta, key", [(-0.1, "rope_parameters.llama_4_scaling_beta"),
                                        (None, "rope_parameters.llama_4_scaling_beta")])
-def test_ministral3_query_scale_is_refused(beta, key, tmp_path):
+def test_ministral3_query_scale_without_beta_or_below_0_is_refused(beta, key, tmp_path):
     rope = dict(rope_type="default", rope_theta=1e6, original_max_position_embeddings=16,
                 **({} if beta is None else {"llama_4_scaling_beta": beta}))
     _refused(tmp_path, dict(TINY, model_type="ministral3", rope_parameters=rope), key)
