@@ -93,6 +93,9 @@ class AttentionSpec:
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
     v_head_dim: int | None = None
+    # MLA: the decoupled RoPE dims rotate in half-split pairs (rotate_half, MiniCPM3's) instead
+    # of adjacent pairs (null or false: DeepSeek's). No count depends on it.
+    rope_half_split: bool | None = None
 
     MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
@@ -106,6 +109,7 @@ class AttentionSpec:
         if self.qk_norm_kind == "rmsnorm":
             object.__setattr__(self, "qk_norm_kind", None)  # the default: one spelling
         one_spelling(self, "sub_norm")
+        one_spelling(self, "rope_half_split")
         if self.temperature_offset == 1 and not isinstance(self.temperature_offset, bool):
             object.__setattr__(self, "temperature_offset", None)  # Llama 4's: one spelling
 
@@ -140,7 +144,7 @@ class AttentionSpec:
                     "required when kind is 'gqa' (often d_model / n_heads, but not always)")
             require(self.n_heads % self.n_kv_heads == 0, "n_kv_heads",
                     f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
-            absent_unless(self, "kind", "mla", *self.MLA_KEYS)
+            absent_unless(self, "kind", "mla", *self.MLA_KEYS, "rope_half_split")
             self._check_rotary_fraction()
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "qk_norm_kind", "fused_qkv", "rotary_fraction", "sinks",
