@@ -48,4 +48,5 @@ def scale_text(spec, qk_dim: int) -> str:
 
 
 ACTIVATION_NAMES = {"silu": "SiLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU",
-                    "relu2": "squared ReLU", "quick_gelu": "quick GELU x·σ(1.702x)"}
+                    "relu2": "squared ReLU", "quick_gelu": "quick GELU x·σ(1.702x)",
+                    "xielu": "xIELU"}

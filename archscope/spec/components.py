@@ -21,7 +21,7 @@ PositionKind = Literal["learned", "rope", "none"]
 ScalingKind = Literal["llama3", "yarn", "linear"]
 FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
 # quick_gelu: x * sigmoid(1.702 x) (transformers' ACT2FN name; gpt-oss's experts' gate)
-Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu"]
+Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu", "xielu"]
 # pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
 # output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm;
 # sandwich: both, four norms per block, x + post(sublayer(pre(x))) (Gemma 2/3), keeping the final;
@@ -225,6 +225,10 @@ class FFNSpec:
             kind = OWN_ACTIVATION[self.activation]
             raise SpecError(f"an ungated MLP with {self.activation} is kind '{kind}': use "
                             f"kind: {kind} (here kind is '{self.kind}')", key="activation")
+        # xIELU (Apertus) has learned alpha_p and alpha_n per MLP: a two-matrix MLP's only
+        require(self.activation != "xielu" or self.kind == "mlp", "activation",
+                f"xielu (learned alpha_p, alpha_n per MLP) is read for kind 'mlp' only, here "
+                f"kind is '{self.kind}'")
         if self.n_shared_experts is not None:
             require(self.n_shared_experts >= 0, "n_shared_experts", "must be 0 or more")
         positive(self, "d_shared")

@@ -369,4 +369,5 @@ FAMILY_CASES = [
                                 qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12,
                                 scale_emb=3.0, scale_depth=1.4, dim_model_base=16,
                                 attention_bias=True, **NO_IDS)),
+    FamilyCase("apertus", dict(SHAPE, attention_bias=True, hidden_act="xielu")),
 ]

@@ -25,8 +25,7 @@ REFUSED = {"nemotron_h": "MoE block", "jetmoe": "mixture of attention heads",
            "gemma4_text": "per-layer input embeddings",
            "ernie4_5_moe": "correction bias", "hunyuan_v1_moe": "QK-norm",
            "mimo_v2_flash": "value heads", "afmoe": "output gate", "cohere2_moe": "parallel",
-           "hunyuan_v1_dense": "after RoPE",
-           "apertus": "xIELU"}
+           "hunyuan_v1_dense": "after RoPE"}
 
 
 def _config(model_type: str):

@@ -122,8 +122,17 @@ def test_mistral3_text_model_ties_as_its_own_config_says(tmp_path):
              "ambiguous")
 
 
-def test_apertus_xielu_is_refused_and_another_activation_reads(tmp_path):
-    _refused(tmp_path, dict(TINY, model_type="apertus"), "hidden_act", "xIELU")
+def test_apertus_reads_xielu_by_default_and_another_activation(tmp_path):
+    spec = _load(tmp_path / "default", dict(TINY, model_type="apertus"))
+    assert (spec.ffn.kind, spec.ffn.activation) == ("mlp", "xielu")  # the class default
     spec = _load(tmp_path / "relu2", dict(TINY, model_type="apertus", hidden_act="relu2"))
     assert (spec.ffn.kind, spec.attention.qk_norm) == ("relu2", "head")
     assert spec.position.scaling.kind == "llama3"  # ApertusConfig's default
+
+
+def test_xielu_is_a_two_matrix_mlp_activation_only():
+    from parity import tiny_spec
+    tiny_spec(ffn=dict(kind="mlp", d_ff=32, activation="xielu"))
+    with pytest.raises(SpecError) as err:
+        tiny_spec(ffn=dict(kind="swiglu", d_ff=32, activation="xielu"))
+    assert err.value.key == "ffn.activation" and "kind 'mlp' only" in str(err.value)
