@@ -6,9 +6,9 @@ in Qwen3, full width as in OLMo 2, a LayerNorm per head as in Phi-2 or with a we
 head as in Cohere, before RoPE; Llama 4's weightless l2 per head, after RoPE),
 temperature tuning of q (Llama 4's on NoPE layers, Ministral 3's on all), q, k and v from
 one fused projection or three (Phi-3's qkv_proj, Llama's q/k/v_proj), optional attention sinks
-(gpt-oss: a learned logit per head in the softmax's denominator), a soft cap on the logits (Gemma 2), q/k/v clamped
-(OLMo's and DBRX's clip_qkv) and an RMSNorm of the output before o_proj (BitNet's
-attn_sub_norm)."""
+(gpt-oss: a learned logit per head in the softmax's denominator), a soft cap on the logits
+(Gemma 2), q/k/v clamped (OLMo's and DBRX's clip_qkv) and an RMSNorm of the output before
+o_proj (BitNet's attn_sub_norm)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Feed-forward layers: the two-matrix MLP (GPT-2's GELU, Nemotron-H's squared ReLU, Apertus's
-xIELU) and the gated MLP (Llama's SwiGLU, Gemma's GeGLU; gpt-oss's clamped unit through `ffn.limit`)."""
+xIELU) and the gated MLP (Llama's SwiGLU, Gemma's GeGLU; gpt-oss's clamped unit through
+`ffn.limit`)."""
 
 from __future__ import annotations
 
