@@ -18,8 +18,9 @@ def attention_extras(attn) -> str:
     if attn.temperature_floor:
         text += (f", temperature tuning (floor {attn.temperature_floor}, "
                  f"scale {num(attn.temperature_scale)}"
-                 + (f", from position + {attn.temperature_offset}"
-                    if attn.temperature_offset is not None else "") + ")")
+                 + ("" if attn.temperature_offset is None else ", from the position"
+                    if attn.temperature_offset == 0 else
+                    f", from position + {attn.temperature_offset}") + ")")
     return text
 
 
