@@ -11,8 +11,6 @@ another activation reads as Arcee's MLP does."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from archscope.spec.families._dense import class_rope
 from archscope.spec.families.arcee import ARCEE, ungated
 from archscope.spec.families.arcee import read as read_arcee
@@ -42,15 +40,8 @@ def read(c: Keys) -> dict:
     return class_rope(c, out, DEFAULT_ROPE, "ApertusConfig")
 
 
-def write(s: ModelSpec) -> dict:  # Arcee's keys; the QK-norm is implied by the class
-    if s.ffn.activation == "xielu":
-        return {**without(write_arcee(_relu(s)), "mlp_bias"), "hidden_act": "xielu"}
+def write(s: ModelSpec) -> dict:  # Arcee's keys (xielu too); the QK-norm is implied by the class
     return without(write_arcee(s), "mlp_bias")
-
-
-def _relu(s: ModelSpec) -> ModelSpec:
-    """`s` with a ReLU in place of xIELU (Arcee's writer names the activation itself)."""
-    return dataclasses.replace(s, ffn=dataclasses.replace(s.ffn, activation="relu"))
 
 
 def _claims(s: ModelSpec) -> bool:
