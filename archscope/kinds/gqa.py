@@ -19,7 +19,8 @@ sigmoid(gate) * attention output goes into o_proj (the gate is never cached). Wi
 attention.sub_norm (BitNet) an RMSNorm of n_heads*head_dim, attn_sub_norm, normalises the
 attention output before o_proj: weights only. Llama 4 adds a weightless L2 QK-norm after
 RoPE (qk_norm l2), chunked attention (attention.chunk) and a temperature on NoPE layers'
-queries: none has weights or matmuls. The cache holds one key and one value per KV head per
+queries (Ministral 3's on every layer, counted from the position: temperature_offset 0): none
+has weights or matmuls. The cache holds one key and one value per KV head per
 token: 2 * n_kv_heads * head_dim elements per layer; a sliding-window layer at most `window`
 tokens, a chunked layer at most `chunk`.
 """

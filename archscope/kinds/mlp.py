@@ -1,17 +1,22 @@
 """The plain two-matrix MLP of GPT-2: down_proj(act(up_proj(x))), up d -> d_ff, down d_ff -> d
-(biases when ffn.bias). Its activations: d_ff per token."""
+(biases when ffn.bias); activation xielu (Apertus) adds act_fn's alpha_p and alpha_n. Its
+activations: d_ff per token."""
 
 from __future__ import annotations
 
 from archscope.kinds.registry import register
-from archscope.kinds.base import FFNKind, linear
+from archscope.kinds.base import FFNKind, Part, Weight, linear
 from archscope.kinds.wording import ACTIVATION_NAMES
 from archscope.units import bias_text, commas
 
 
 def parts(ffn, d: int):
+    # xIELU (Apertus): act_fn's learned alpha_p and alpha_n, one each (elementwise: no matmul)
+    act = [Part("ffn.act_fn", 2, weights=tuple(Weight("act_fn", "XIELU", n, (1,))
+                                               for n in ("alpha_p", "alpha_n")))
+           ] if ffn.activation == "xielu" else []
     return [linear("ffn.up_proj", d, ffn.d_ff, ffn.bias),
-            linear("ffn.down_proj", ffn.d_ff, d, ffn.bias)]
+            linear("ffn.down_proj", ffn.d_ff, d, ffn.bias), *act]
 
 
 def draw(g, spec, f, act_name: str | None = None):

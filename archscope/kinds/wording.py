@@ -17,7 +17,10 @@ def attention_extras(attn) -> str:
         text += f", chunked attention {attn.chunk}"
     if attn.temperature_floor:
         text += (f", temperature tuning (floor {attn.temperature_floor}, "
-                 f"scale {num(attn.temperature_scale)})")
+                 f"scale {num(attn.temperature_scale)}"
+                 + ("" if attn.temperature_offset is None else ", from the position"
+                    if attn.temperature_offset == 0 else
+                    f", from position + {attn.temperature_offset}") + ")")
     return text
 
 
@@ -46,4 +49,5 @@ def scale_text(spec, qk_dim: int) -> str:
 
 
 ACTIVATION_NAMES = {"silu": "SiLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU",
-                    "relu2": "squared ReLU", "quick_gelu": "quick GELU x·σ(1.702x)"}
+                    "relu2": "squared ReLU", "quick_gelu": "quick GELU x·σ(1.702x)",
+                    "xielu": "xIELU"}

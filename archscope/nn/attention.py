@@ -4,12 +4,11 @@ on half-split or adjacent pairs (position.interleaved, Llama 4) and on part of e
 (attention.rotary_fraction, GLM-4.5), an optional norm of q and k (QK-norm: RMSNorm per head as
 in Qwen3, full width as in OLMo 2, a LayerNorm per head as in Phi-2 or with a weight row per
 head as in Cohere, before RoPE or after it as in Hunyuan; Llama 4's weightless l2 per head, after
-RoPE),
-Llama 4's temperature tuning of q on NoPE layers, q, k and v from one fused projection or three
-(Phi-3's qkv_proj, Llama's q/k/v_proj), optional attention sinks (gpt-oss: a learned logit
-per head in the softmax's denominator), a soft cap on the logits (Gemma 2), q/k/v clamped
-(OLMo's and DBRX's clip_qkv) and an RMSNorm of the output before o_proj (BitNet's
-attn_sub_norm)."""
+RoPE), temperature tuning of q (Llama 4's on NoPE layers, Ministral 3's on all), q, k and v
+from one fused projection or three (Phi-3's qkv_proj, Llama's q/k/v_proj), optional attention
+sinks (gpt-oss: a learned logit per head in the softmax's denominator), a soft cap on the
+logits (Gemma 2), q/k/v clamped (OLMo's and DBRX's clip_qkv) and an RMSNorm of the output
+before o_proj (BitNet's attn_sub_norm)."""
 
 from __future__ import annotations
 
@@ -155,7 +154,8 @@ class GQAAttention(nn.Module):
         # rotary_fraction < 1 (GLM-4.5): the model's cos/sin cover the first rotary_dim dims
         self.rotate = (apply_rope_interleaved if spec.position.interleaved else
                        apply_rope if attn.rotary_dim == hd else apply_partial_rope)
-        self.temperature = (attn.temperature_floor, attn.temperature_scale)
+        self.temperature = (attn.temperature_floor, attn.temperature_scale,
+                            1 if attn.temperature_offset is None else attn.temperature_offset)
         self.sinks = nn.Parameter(torch.empty(h)) if attn.sinks else None  # gpt-oss's
         self.softcap, self.clip = attn.softcap, attn.clip_qkv  # Gemma 2's; OLMo's, DBRX's
         # BitNet's attn_sub_norm: an RMSNorm of the attention output, before o_proj
@@ -215,11 +215,12 @@ class GQAAttention(nn.Module):
         return self.o_proj(self.attn_sub_norm(out))
 
     def _tuned(self, q, start):
-        """q [B, H, T, D] times Llama 4's temperature at each query's position (computed in
-        fp32 from positions on the device, so `start` may be a device tensor)."""
-        floor, strength = self.temperature
+        """q [B, H, T, D] times the temperature at each query's position, counted from p + 1
+        (Llama 4's) or p (Ministral 3's); computed in fp32 from positions on the device, so
+        `start` may be a device tensor."""
+        floor, strength, offset = self.temperature
         pos = torch.arange(q.shape[2], device=q.device) + start
-        scale = torch.log1p(torch.floor((pos.float() + 1.0) / floor)) * strength + 1.0
+        scale = torch.log1p(torch.floor((pos.float() + offset) / floor)) * strength + 1.0
         return (q * scale[:, None]).to(q.dtype)
 
     def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:

@@ -1,5 +1,6 @@
-"""Feed-forward layers: the two-matrix MLP (GPT-2's GELU, Nemotron-H's squared ReLU) and the
-gated MLP (Llama's SwiGLU, Gemma's GeGLU; gpt-oss's clamped unit through `ffn.limit`)."""
+"""Feed-forward layers: the two-matrix MLP (GPT-2's GELU, Nemotron-H's squared ReLU, Apertus's
+xIELU) and the gated MLP (Llama's SwiGLU, Gemma's GeGLU; gpt-oss's clamped unit through
+`ffn.limit`)."""
 
 from __future__ import annotations
 
@@ -37,17 +38,53 @@ class GatedUnit(nn.Module):
         return self.act(gate) * (up.clamp(-self.limit, self.limit) + 1)
 
 
+class XIELU(nn.Module):
+    """xIELU (Apertus; transformers' XIELUActivation, its Python form): with
+    a_p = softplus(alpha_p) and a_n = beta + softplus(alpha_n), x > 0 gives a_p x^2 + beta x,
+    else (expm1(min(x, eps)) - x) a_n + beta x. alpha_p and alpha_n are learned ([1] each);
+    beta and eps are persistent buffers, saved in checkpoints as transformers saves them."""
+
+    INIT = {"alpha_p": 0.8, "alpha_n": 0.8, "beta": 0.5, "eps": -1e-6}  # transformers' defaults
+
+    def __init__(self):
+        super().__init__()
+        self.alpha_p = nn.Parameter(torch.empty(1))
+        self.alpha_n = nn.Parameter(torch.empty(1))
+        self.register_buffer("beta", torch.empty(()))
+        self.register_buffer("eps", torch.empty(()))
+
+    @torch.no_grad()
+    def init_own_weights(self) -> None:
+        """transformers' initial values: alpha_p = softplus^-1(0.8), alpha_n =
+        softplus^-1(0.8 - beta)."""
+        i = self.INIT
+        self.alpha_p.fill_(torch.log(torch.expm1(torch.tensor(i["alpha_p"]))).item())
+        self.alpha_n.fill_(torch.log(torch.expm1(torch.tensor(i["alpha_n"] - i["beta"]))).item())
+        self.beta.fill_(i["beta"])
+        self.eps.fill_(i["eps"])
+
+    def forward(self, x):
+        alpha_p = F.softplus(self.alpha_p)
+        alpha_n = self.beta + F.softplus(self.alpha_n)
+        return torch.where(x > 0, alpha_p * x * x + self.beta * x,
+                           (torch.expm1(torch.min(x, self.eps)) - x) * alpha_n + self.beta * x)
+
+
 class MLP(nn.Module):
-    """down(act(up(x)))."""
+    """down(act(up(x))); xIELU is a module with parameters, `act_fn` (transformers' name)."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool):
         super().__init__()
         self.up_proj = Linear(d_model, d_ff, bias=bias)
         self.down_proj = Linear(d_ff, d_model, bias=bias)
-        self.act = ACTIVATIONS[activation]
+        if activation == "xielu":
+            self.act_fn = XIELU()
+        else:
+            self.act = ACTIVATIONS[activation]
 
     def forward(self, x):
-        return self.down_proj(self.act(self.up_proj(x)))
+        act = self.act_fn if "act_fn" in self._modules else self.act
+        return self.down_proj(act(self.up_proj(x)))
 
 
 class GatedMLP(nn.Module):

@@ -37,7 +37,8 @@ layer selected): a single query gathers them (both forms; `recompute` decompress
 several attend under the selection's mask.
 
 Conventions that follow transformers' DeepseekV2Attention (and DeepSeek's reference code):
-- RoPE rotates interleaved pairs (x0, x1), (x2, x3), ... not the half-split pairs of Llama;
+- RoPE rotates interleaved pairs (x0, x1), (x2, x3), ... not the half-split pairs of Llama
+  (attention.rope_half_split: half-split pairs, as MiniCPM3's rotate_half);
 - the rotary cos/sin already carry YaRN's attention factor mscale(s, mscale) /
   mscale(s, mscale_all_dim) (archscope.nn.rope, as transformers' yarn init computes it), and the
   softmax scale is 1/sqrt(qk_nope + qk_rope) times mscale(s, mscale_all_dim)^2 when the spec's
@@ -57,7 +58,7 @@ from archscope.nn.cache import LayerCache
 from archscope.nn.dsa import Indexer, attend_masked, attend_one, gathered, selection_mask
 from archscope.nn.linear import Linear
 from archscope.nn.norms import RMSNorm
-from archscope.nn.rope import _yarn_mscale, apply_rope_interleaved
+from archscope.nn.rope import _yarn_mscale, apply_rope, apply_rope_interleaved
 from archscope.nn.shards import local
 from archscope.spec.schema import AttentionSpec, ModelSpec
 
@@ -97,6 +98,8 @@ class MLAttention(nn.Module):
         self.kv_b_proj = Linear(self.latent, h * (self.nope + self.v_dim), bias=False)
         self.o_proj = Linear(h * self.v_dim, d, bias=attn.has_out_bias)
         self.scale = softmax_scale(spec, attn)
+        # adjacent pairs (DeepSeek's) or half-split pairs (MiniCPM3's rotate_half)
+        self.rotate = apply_rope if attn.rope_half_split else apply_rope_interleaved
         self.decode_form: str = DECODE_FORMS[0]  # for start > 0 only; see the module docstring
         # DSA: an indexer of its own (registered last, as transformers'), or a shared one that
         # reads `selection_source`'s (nn.dsa.link_shared_indexers); a source keeps its selection
@@ -115,8 +118,8 @@ class MLAttention(nn.Module):
         latent, k_rope = self.kv_a_proj_with_mqa(x).split([self.latent, self.rope_dim], dim=-1)
         latent = self.kv_a_layernorm(latent)  # [B, T, kv_lora_rank]
         cos, sin = rope
-        q_rope = apply_rope_interleaved(q_rope, cos, sin)
-        k_rope = apply_rope_interleaved(k_rope, cos, sin)  # [B, T, rope]: one key for all heads
+        q_rope = self.rotate(q_rope, cos, sin)
+        k_rope = self.rotate(k_rope, cos, sin)  # [B, T, rope]: one key for all heads
         held = {"latent": latent, "k_rope": k_rope}
         if self.indexer is not None:
             held["index_k"] = self.indexer.key(x, rope)

@@ -70,11 +70,15 @@ class AttentionSpec:
     # dropped (gpt-oss's attention sinks; n_heads parameters a layer, no cache, no matmul).
     # null or false: none.
     sinks: bool | None = None
-    # Llama 4's attention temperature tuning (floor_scale, attn_scale), NoPE layers only: q at
-    # position p is multiplied by log1p(floor((p + 1) / temperature_floor)) * temperature_scale
-    # + 1 (so 1 below temperature_floor - 1). Both or neither.
+    # Attention temperature tuning, after RoPE: q at position p is multiplied by
+    # log1p(floor((p + temperature_offset) / temperature_floor)) * temperature_scale + 1.
+    # Llama 4's (floor_scale, attn_scale; its reader sets them on NoPE layers) counts from
+    # p + 1 (temperature_offset null, the one spelling of 1); Ministral 3's (beta, original
+    # context, every layer) from p (temperature_offset 0). floor and scale: both or neither.
+    # Elementwise: no parameter, cache element or matmul FLOP.
     temperature_floor: int | None = None
     temperature_scale: float | None = None
+    temperature_offset: int | None = None
     # gqa: a sigmoid gate per query channel on the attention output, before o_proj (Qwen3-Next's
     # gated attention): q_proj is twice as wide, each head's query rows followed by its gate
     # rows. No cache element; d x n_heads*head_dim more parameters. null or false: none.
@@ -98,6 +102,9 @@ class AttentionSpec:
     v_head_dim: int | None = None
     # mla: DeepSeek Sparse Attention's indexer (see IndexerSpec); null: dense attention
     indexer: IndexerSpec | None = None
+    # MLA: the decoupled RoPE dims rotate in half-split pairs (rotate_half, MiniCPM3's) instead
+    # of adjacent pairs (null or false: DeepSeek's). No count depends on it.
+    rope_half_split: bool | None = None
 
     MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
@@ -112,6 +119,9 @@ class AttentionSpec:
         if self.qk_norm_kind == "rmsnorm":
             object.__setattr__(self, "qk_norm_kind", None)  # the default: one spelling
         one_spelling(self, "sub_norm")
+        one_spelling(self, "rope_half_split")
+        if self.temperature_offset == 1 and not isinstance(self.temperature_offset, bool):
+            object.__setattr__(self, "temperature_offset", None)  # Llama 4's: one spelling
 
     def validate(self) -> None:
         positive(self, "n_heads", "n_kv_heads", "head_dim", "window", "chunk",
@@ -122,8 +132,13 @@ class AttentionSpec:
         require((self.temperature_floor is None) == (self.temperature_scale is None),
                 "temperature_scale" if self.temperature_scale is None else "temperature_floor",
                 "temperature_floor and temperature_scale go together (both or neither)")
-        require(self.temperature_floor is None or not self.rope, "temperature_floor",
-                "temperature tuning applies to NoPE layers (rope: false) only, as Llama 4's")
+        require(self.temperature_offset is None or self.temperature_floor is not None,
+                "temperature_offset", "describes temperature tuning: set temperature_floor "
+                                      "and temperature_scale")
+        require(self.temperature_offset is None or (
+            isinstance(self.temperature_offset, int) and not isinstance(
+                self.temperature_offset, bool) and self.temperature_offset >= 0),
+            "temperature_offset", f"expected an integer >= 0, got {self.temperature_offset!r}")
         require(self.qk_norm != "l2" or self.rope, "qk_norm",
                 "l2 normalises q and k after RoPE, on RoPE layers only (Llama 4): leave it "
                 "out on a rope: false layer")
@@ -143,12 +158,13 @@ class AttentionSpec:
                     "required when kind is 'gqa' (often d_model / n_heads, but not always)")
             require(self.n_heads % self.n_kv_heads == 0, "n_kv_heads",
                     f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
-            absent_unless(self, "kind", "mla", *self.MLA_KEYS, "indexer")
+            absent_unless(self, "kind", "mla", *self.MLA_KEYS, "indexer", "rope_half_split")
             self._check_rotary_fraction()
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "qk_norm_kind", "qk_norm_after_rope",
-                          "fused_qkv", "rotary_fraction", "sinks",
-                          "chunk", "temperature_floor", "temperature_scale", "output_gate",
+                          "fused_qkv", "rotary_fraction", "sinks", "chunk",
+                          "temperature_floor", "temperature_scale", "temperature_offset",
+                          "output_gate",
                           "softcap", "clip_qkv", "sub_norm")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
                                        "rope: false applies to gqa attention only")

@@ -22,7 +22,7 @@ from archscope.spec.position import (PositionKind, PositionSpec, ScalingKind,  #
 NormKind = Literal["layernorm", "rmsnorm"]
 FFNKind = Literal["mlp", "swiglu", "geglu", "relu2", "moe"]
 # quick_gelu: x * sigmoid(1.702 x) (transformers' ACT2FN name; gpt-oss's experts' gate)
-Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu"]
+Activation = Literal["gelu_tanh", "gelu", "silu", "relu", "relu2", "quick_gelu", "xielu"]
 # each expert of a moe (routed and shared): a SwiGLU, or an ungated up_proj, down_proj MLP
 ExpertKind = Literal["swiglu", "mlp", "relu2"]
 # pre: norm each sublayer's input (Llama); post: norm each residual sum (the 2017 Transformer);
@@ -174,6 +174,10 @@ class FFNSpec:
             raise SpecError(f"{self.activation} is the activation of kind '{kind}' only; use "
                             f"{named}: {kind} (here {named} is '{self.unit_kind}')",
                             key="activation")
+        # xIELU (Apertus) has learned alpha_p and alpha_n per MLP: a two-matrix MLP's only
+        require(self.activation != "xielu" or self.kind == "mlp", "activation",
+                f"xielu (learned alpha_p, alpha_n per MLP) is read for kind 'mlp' only, here "
+                f"kind is '{self.kind}'")
         if self.n_shared_experts is not None:
             require(self.n_shared_experts >= 0, "n_shared_experts", "must be 0 or more")
         for name in ("d_shared", "shared_gate"):

@@ -9,7 +9,7 @@ from archscope.spec.hf_readers_base import RENAMED
 from archscope.spec.schema import ModelSpec, PositionSpec
 
 HF_ACT = {"silu": "silu", "gelu": "gelu", "relu": "relu", "gelu_tanh": "gelu_new",
-           "quick_gelu": "quick_gelu"}
+           "quick_gelu": "quick_gelu", "xielu": "xielu"}  # xielu: only Apertus reads it back
 RENAMED_BACK = {ours: hf for hf, ours in RENAMED.items()}
 
 

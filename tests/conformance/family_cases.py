@@ -444,4 +444,12 @@ FAMILY_CASES = [
                                    sliding_window_pattern=2, num_experts=4,
                                    num_experts_per_tok=2, expert_selection_fn="sigmoid",
                                    norm_topk_prob=False, **NO_IDS), name="cohere2_moe-sigmoid"),
+    FamilyCase("ministral3", dict(SHAPE, sliding_window=6, rope_parameters=dict(
+        rope_type="yarn", rope_theta=1e6, factor=4.0, original_max_position_embeddings=4,
+        llama_4_scaling_beta=0.5)), name="ministral3-scaled"),
+    FamilyCase("minicpm3", dict(SHAPE, num_key_value_heads=4, kv_lora_rank=16, q_lora_rank=24,
+                                qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12,
+                                scale_emb=3.0, scale_depth=1.4, dim_model_base=16,
+                                attention_bias=True, **NO_IDS)),
+    FamilyCase("apertus", dict(SHAPE, attention_bias=True, hidden_act="xielu")),
 ]

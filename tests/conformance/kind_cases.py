@@ -94,6 +94,14 @@ KIND_CASES = {
     # GLM-4: part of each head rotated, on adjacent pairs
     "partial-rope-interleaved": {"attention": {"rotary_fraction": 0.5},
                                  "position": {"interleaved": True}},
+    # Ministral 3: temperature tuning counted from the position itself, on RoPE layers
+    "gqa-temperature-from-position": {"attention": {"temperature_floor": 4,
+                                                    "temperature_scale": 0.5,
+                                                    "temperature_offset": 0}},
+    # MiniCPM3: MLA's decoupled RoPE dims in half-split pairs
+    "mla-half-split-rope": {"attention": {**_MLA, "rope_half_split": True}},
+    # Apertus: a two-matrix MLP with xIELU (alpha_p, alpha_n learned per MLP)
+    "mlp-xielu": {"ffn": {"kind": "mlp", "d_ff": 48, "activation": "xielu"}},
 }
 
 

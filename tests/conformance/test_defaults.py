@@ -24,7 +24,6 @@ REFUSED = {"jetmoe": "mixture of attention heads",
            "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
            "gemma4_text": "per-layer input embeddings",
            "mimo_v2_flash": "value heads", "afmoe": "output gate",
-           "minicpm3": "half-split", "ministral3": "temperature tuning", "apertus": "xIELU",
            "mistral4": "query scale by position"}
 
 

@@ -92,9 +92,9 @@ def test_gemma_bidirectional_attention_is_refused(tmp_path):
              "use_bidirectional_attention", "causal")
 
 
-@pytest.mark.parametrize("beta, key", [(0.1, "rope_parameters.llama_4_scaling_beta"),
+@pytest.mark.parametrize("beta, key", [(-0.1, "rope_parameters.llama_4_scaling_beta"),
                                        (None, "rope_parameters.llama_4_scaling_beta")])
-def test_ministral3_query_scale_is_refused(beta, key, tmp_path):
+def test_ministral3_query_scale_without_beta_or_below_0_is_refused(beta, key, tmp_path):
     rope = dict(rope_type="default", rope_theta=1e6, original_max_position_embeddings=16,
                 **({} if beta is None else {"llama_4_scaling_beta": beta}))
     _refused(tmp_path, dict(TINY, model_type="ministral3", rope_parameters=rope), key)
@@ -122,8 +122,17 @@ def test_mistral3_text_model_ties_as_its_own_config_says(tmp_path):
              "ambiguous")
 
 
-def test_apertus_xielu_is_refused_and_another_activation_reads(tmp_path):
-    _refused(tmp_path, dict(TINY, model_type="apertus"), "hidden_act", "xIELU")
+def test_apertus_reads_xielu_by_default_and_another_activation(tmp_path):
+    spec = _load(tmp_path / "default", dict(TINY, model_type="apertus"))
+    assert (spec.ffn.kind, spec.ffn.activation) == ("mlp", "xielu")  # the class default
     spec = _load(tmp_path / "relu2", dict(TINY, model_type="apertus", hidden_act="relu2"))
     assert (spec.ffn.kind, spec.attention.qk_norm) == ("relu2", "head")
     assert spec.position.scaling.kind == "llama3"  # ApertusConfig's default
+
+
+def test_xielu_is_a_two_matrix_mlp_activation_only():
+    from parity import tiny_spec
+    tiny_spec(ffn=dict(kind="mlp", d_ff=32, activation="xielu"))
+    with pytest.raises(SpecError) as err:
+        tiny_spec(ffn=dict(kind="swiglu", d_ff=32, activation="xielu"))
+    assert err.value.key == "ffn.activation" and "kind 'mlp' only" in str(err.value)

@@ -109,7 +109,9 @@ BASE = dict(position=dict(kind="rope", theta=10000.0, interleaved=True),
 @pytest.mark.parametrize("attention, key", [
     (dict(window=8), "attention.chunk"),
     (dict(rope=False, qk_norm="l2"), "attention.qk_norm"),
-    (dict(temperature_floor=8, temperature_scale=0.1), "attention.temperature_floor"),
+    (dict(temperature_offset=0), "attention.temperature_offset"),
+    (dict(temperature_floor=8, temperature_scale=0.1, temperature_offset=-1),
+     "attention.temperature_offset"),
     (dict(rope=False, temperature_floor=8), "attention.temperature_scale"),
     (dict(chunk=0), "attention.chunk"),
 ])
