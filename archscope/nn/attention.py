@@ -154,8 +154,7 @@ class GQAAttention(nn.Module):
         # rotary_fraction < 1 (GLM-4.5): the model's cos/sin cover the first rotary_dim dims
         self.rotate = (apply_rope_interleaved if spec.position.interleaved else
                        apply_rope if attn.rotary_dim == hd else apply_partial_rope)
-        self.temperature = (attn.temperature_floor, attn.temperature_scale,
-                            1 if attn.temperature_offset is None else attn.temperature_offset)
+        self.temperature = temperature_of(attn)
         self.sinks = nn.Parameter(torch.empty(h)) if attn.sinks else None  # gpt-oss's
         self.softcap, self.clip = attn.softcap, attn.clip_qkv  # Gemma 2's; OLMo's, DBRX's
         # BitNet's attn_sub_norm: an RMSNorm of the attention output, before o_proj
@@ -201,7 +200,7 @@ class GQAAttention(nn.Module):
             k = self._normed(k, self.k_norm, self.k_norm_width)
         q, k = self.l2_norm(q), self.l2_norm(k)
         if self.temperature[0] is not None:
-            q = self._tuned(q, start)
+            q = tuned(q, start, self.temperature)
         key_pos = None
         if cache is not None:
             kv, key_pos = cache.append({"k": k, "v": v}, start)
@@ -214,17 +213,24 @@ class GQAAttention(nn.Module):
             out = out * torch.sigmoid(gate.reshape(b, t, -1))
         return self.o_proj(self.attn_sub_norm(out))
 
-    def _tuned(self, q, start):
-        """q [B, H, T, D] times the temperature at each query's position, counted from p + 1
-        (Llama 4's) or p (Ministral 3's); computed in fp32 from positions on the device, so
-        `start` may be a device tensor."""
-        floor, strength, offset = self.temperature
-        pos = torch.arange(q.shape[2], device=q.device) + start
-        scale = torch.log1p(torch.floor((pos.float() + offset) / floor)) * strength + 1.0
-        return (q * scale[:, None]).to(q.dtype)
-
     def new_cache(self, batch: int, max_len: int, device, dtype) -> LayerCache:
         capacity = self.tokens_held(max_len)
         shape = (batch, self.n_kv_heads, self.head_dim)
         return LayerCache({"k": shape, "v": shape}, seq_dim=2, capacity=capacity,
                           device=device, dtype=dtype, chunk=self.chunk)
+
+
+def temperature_of(attn) -> tuple:
+    """(floor, scale, offset) of an attention spec's temperature tuning (floor None: none)."""
+    return (attn.temperature_floor, attn.temperature_scale,
+            1 if attn.temperature_offset is None else attn.temperature_offset)
+
+
+def tuned(q: torch.Tensor, start, temperature: tuple) -> torch.Tensor:
+    """q [B, H, T, D] times the temperature at each query's position, counted from p + 1
+    (Llama 4's) or p (Ministral 3's, Mistral 4's); computed in fp32 from positions on the
+    device, so `start` may be a device tensor."""
+    floor, strength, offset = temperature
+    pos = torch.arange(q.shape[2], device=q.device) + start
+    scale = torch.log1p(torch.floor((pos.float() + offset) / floor)) * strength + 1.0
+    return (q * scale[:, None]).to(q.dtype)

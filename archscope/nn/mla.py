@@ -53,7 +53,7 @@ import torch
 from torch import nn
 
 from archscope.errors import InputError
-from archscope.nn.attention import attend
+from archscope.nn.attention import attend, temperature_of, tuned
 from archscope.nn.cache import LayerCache
 from archscope.nn.dsa import Indexer, attend_masked, attend_one, gathered, selection_mask
 from archscope.nn.linear import Linear
@@ -100,6 +100,7 @@ class MLAttention(nn.Module):
         self.scale = softmax_scale(spec, attn)
         # adjacent pairs (DeepSeek's) or half-split pairs (MiniCPM3's rotate_half)
         self.rotate = apply_rope if attn.rope_half_split else apply_rope_interleaved
+        self.temperature = temperature_of(attn)  # Mistral 4's query scale by position
         self.decode_form: str = DECODE_FORMS[0]  # for start > 0 only; see the module docstring
         # DSA: an indexer of its own (registered last, as transformers'), or a shared one that
         # reads `selection_source`'s (nn.dsa.link_shared_indexers); a source keeps its selection
@@ -120,6 +121,8 @@ class MLAttention(nn.Module):
         cos, sin = rope
         q_rope = self.rotate(q_rope, cos, sin)
         k_rope = self.rotate(k_rope, cos, sin)  # [B, T, rope]: one key for all heads
+        if self.temperature[0] is not None:  # the whole query, after RoPE (transformers')
+            q_nope, q_rope = (tuned(part, start, self.temperature) for part in (q_nope, q_rope))
         held = {"latent": latent, "k_rope": k_rope}
         if self.indexer is not None:
             held["index_k"] = self.indexer.key(x, rope)

@@ -74,7 +74,8 @@ class AttentionSpec:
     # log1p(floor((p + temperature_offset) / temperature_floor)) * temperature_scale + 1.
     # Llama 4's (floor_scale, attn_scale; its reader sets them on NoPE layers) counts from
     # p + 1 (temperature_offset null, the one spelling of 1); Ministral 3's (beta, original
-    # context, every layer) from p (temperature_offset 0). floor and scale: both or neither.
+    # context, every layer; Mistral 4's on MLA) from p (temperature_offset 0). floor and
+    # scale: both or neither.
     # Elementwise: no parameter, cache element or matmul FLOP.
     temperature_floor: int | None = None
     temperature_scale: float | None = None
@@ -162,9 +163,7 @@ class AttentionSpec:
             self._check_rotary_fraction()
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "qk_norm_kind", "qk_norm_after_rope",
-                          "fused_qkv", "rotary_fraction", "sinks", "chunk",
-                          "temperature_floor", "temperature_scale", "temperature_offset",
-                          "output_gate",
+                          "fused_qkv", "rotary_fraction", "sinks", "chunk", "output_gate",
                           "softcap", "clip_qkv", "sub_norm")
             require(self.rope, "rope", "MLA's decoupled key (qk_rope_head_dim) needs RoPE: "
                                        "rope: false applies to gqa attention only")

@@ -2,11 +2,11 @@
 transformers registers no causal LM for `mistral4` (it is the text model of Mistral Small 4's
 mistral3 wrapper), so the conformance suite, which builds through AutoModelForCausalLM, cannot
 run it; the same checks are made here on one tiny config (2 groups of 4 experts, both
-eligible; YaRN; the query scale at beta 0): parameters on meta (and at the class's default
+eligible; YaRN; the query scale at beta 0, and a case at beta 0.5): parameters on meta (and at the class's default
 size), prefill logits, 13 cached decode steps, the cache after a real prefill, prefill FLOPs,
 the config round trip through the writer, the weight table tensor for tensor. Then what only
-Mistral 4 has: the router's group limit and the query scale by position, refused naming the
-key, and the scale's effect shown (a beta other than 0 moves transformers' logits)."""
+Mistral 4 has: its query scale by position (attention temperature tuning counted from the
+position) equal to transformers', and the router's group limit refused naming the key."""
 
 from __future__ import annotations
 
@@ -107,34 +107,42 @@ def test_the_config_round_trips_and_the_weight_table_is_tensor_for_tensor(twins,
 
 
 @pytest.mark.slow
-def test_the_default_size_is_counted_exactly_at_beta_0(tmp_path):
-    """The class's default config (refused as it is: beta 0.1) with beta 0, on meta."""
+def test_the_default_size_is_counted_exactly(tmp_path):
+    """The class's default config (YaRN with the query scale at beta 0.1), on meta."""
     config = transformers.Mistral4Config()
-    config.rope_parameters["llama_4_scaling_beta"] = 0.0
     spec = _spec(config, tmp_path)
     with torch.device("meta"):
         theirs = transformers.Mistral4ForCausalLM(config)
     assert count_params(spec).total == sum(p.numel() for p in theirs.parameters())
+    assert (spec.attention.temperature_scale, spec.attention.temperature_offset) == (0.1, 0)
 
 
-@pytest.mark.slow
-def test_the_query_scale_moves_transformers_logits(twins):
-    """Beyond position original_max_position_embeddings (32) a beta of 0.1 scales q: the
-    refusal below is of a real difference."""
-    _, hf, _, ids, reference = twins
-    scaled = _theirs(_config(rope_parameters=dict(CASE["rope_parameters"],
-                                                  llama_4_scaling_beta=0.1)))
-    long_ids = torch.cat([ids, ids], dim=1)  # 36 tokens
+def test_the_query_scale_by_position_equals_transformers(tmp_path):
+    """beta 0.5 over an original context of 4: the 13 cached steps cross four floor
+    boundaries; at beta 0 the same weights give other logits (the scale is really applied)."""
+    rope = dict(_YARN, original_max_position_embeddings=4, mscale=1.0, mscale_all_dim=1.0)
+    config = _config(rope_parameters=dict(rope, llama_4_scaling_beta=0.5))
+    spec = _spec(config, tmp_path / "scaled")
+    hf = _theirs(config)
+    ours = load_same_weights(spec, hf, "mistral4").eval()
+    ids = torch.randint(0, spec.vocab_size, (BATCH, T), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
-        assert max_diff(scaled(long_ids).logits, hf(long_ids).logits) > 1e-3
-        assert max_diff(scaled(ids).logits, reference) < 1e-5  # all before position 32
+        reference = hf(ids).logits
+        assert max_diff(ours(ids), reference) < 1e-4
+        unscaled = load_same_weights(_spec(_config(rope_parameters=dict(
+            rope, llama_4_scaling_beta=0.0)), tmp_path / "plain"), hf, "mistral4").eval()
+        assert max_diff(unscaled(ids), reference) > 1e-3
+    assert max_diff(decode_stepwise(ours, ids, prefill=PREFILL), reference) < 1e-4
+    written = spec_to_hf_config(spec)
+    back = transformers.Mistral4Config(**{k: v for k, v in written.items() if k != "model_type"})
+    assert network(_spec(back, tmp_path / "back")) == network(spec)
 
 
 @pytest.mark.parametrize("change, key, words", [
-    ({"rope_parameters": dict(_YARN, llama_4_scaling_beta=0.1)},
-     "rope_parameters.llama_4_scaling_beta", "query scale by position"),
+    ({"rope_parameters": dict(_YARN, llama_4_scaling_beta=-0.1)},
+     "rope_parameters.llama_4_scaling_beta", "beta >= 0"),
     ({"rope_parameters": dict(_YARN)}, "rope_parameters.llama_4_scaling_beta", "required"),
-    ({"rope_parameters": None}, "rope_parameters.llama_4_scaling_beta", "default sets it"),
+    ({"rope_parameters": None}, "rope_parameters.llama_4_scaling_beta", "default YaRN"),
     ({"topk_group": 1}, "n_group", "without a correction bias"),
     ({"rope_interleave": False}, "rope_interleave", "interleaved pairs only"),
     ({"rope_parameters": dict(_YARN, llama_4_scaling_beta=0.0, partial_rotary_factor=1.0)},

@@ -10,10 +10,9 @@ first_k_dense_replace layers, then MoE with shared experts, Mistral's keys), exc
 - the rotary embedding is Llama's over head_dim = qk_nope + qk_rope times rope_parameters'
   partial_rotary_factor, which the class sets to qk_rope_head_dim's share (another refused);
 - Llama 4's query scale by position on every layer, q * (1 + beta * log(1 + floor(position /
-  n))), beta and n being rope_parameters' llama_4_scaling_beta and
-  original_max_position_embeddings: archscope's temperature tuning (Llama 4's: from position
-  + 1, on NoPE layers only) does not express it, so only beta 0 is read (the class's default
-  rope_parameters, with beta 0.1, is refused).
+  n))) after RoPE, beta and n being rope_parameters' llama_4_scaling_beta and
+  original_max_position_embeddings: the attention's temperature tuning counted from the
+  position (temperature_scale beta, temperature_floor n, temperature_offset 0; none at beta 0).
 Written for the specs no other class writes as they are: MLA with a softmax top-k router that
 renormalises its weights (transformers' DeepseekV2 ignores norm_topk_prob)."""
 
@@ -30,9 +29,6 @@ from archscope.spec.schema import ModelSpec
 
 _BETA = "llama_4_scaling_beta"
 _ORIGINAL = "original_max_position_embeddings"
-_WHY = (f"Mistral 4 multiplies q by 1 + beta * log(1 + floor(position / {_ORIGINAL})) on "
-        "every layer, a query scale by position that archscope's temperature tuning (Llama "
-        "4's: from position + 1, on NoPE layers only) does not express; only beta 0 is read")
 
 
 def _section(c: Keys) -> tuple[str, dict]:
@@ -43,22 +39,29 @@ def _section(c: Keys) -> tuple[str, dict]:
     return "rope_parameters", {}
 
 
-def _rope_checked(c: Keys) -> Keys:
-    """The file with its RoPE section checked (beta 0, the rotary share qk_rope_head_dim's)
-    and stripped of the keys only Mistral 4 reads, for DeepSeek's reader."""
+def _rope_checked(c: Keys) -> tuple[Keys, dict]:
+    """The file with its RoPE section checked (the rotary share qk_rope_head_dim's) and
+    stripped of the keys only Mistral 4 reads, for DeepSeek's reader; and the query scale by
+    position, q * (1 + beta * log(1 + floor(position / original))), as the attention's
+    temperature tuning counted from the position ({} at beta 0)."""
     name, params = _section(c)
-    if not params:
-        raise c.error(f"rope_parameters.{_BETA}", "absent with rope_parameters, so "
-                                                  f"Mistral4Config's default sets it to 0.1: {_WHY}")
+    if not params:  # Mistral4Config would build its default section: YaRN with beta 0.1
+        raise c.error(f"rope_parameters.{_BETA}", "absent with rope_parameters: Mistral4Config "
+                                                  "then builds its default YaRN section (beta "
+                                                  "0.1), which a config.json should state")
     beta = params.get(_BETA)
     if beta is None or params.get(_ORIGINAL) is None:
         missing = _BETA if beta is None else _ORIGINAL
         raise c.error(f"{name}.{missing}", f"required: transformers' Mistral4 scales q by 1 + "
                                            f"{_BETA} * log(1 + floor(position / {_ORIGINAL})) "
                                            "and fails without it")
-    if c.number(f"{name}.{_BETA}", value=beta, positive=False) != 0:
-        raise c.error(f"{name}.{_BETA}", f"{what(beta)}: {_WHY}")
-    c.size(f"{name}.{_ORIGINAL}", value=params[_ORIGINAL])
+    beta = c.number(f"{name}.{_BETA}", value=beta, positive=False)
+    if beta < 0:
+        raise c.error(f"{name}.{_BETA}", f"{what(beta)}: the query scale is at least 1 only "
+                                         "for beta >= 0")
+    original = c.size(f"{name}.{_ORIGINAL}", value=params[_ORIGINAL])
+    scale = {"temperature_floor": original, "temperature_scale": beta,
+             "temperature_offset": 0} if beta else {}
     nope, rope = c.size("qk_nope_head_dim"), c.size("qk_rope_head_dim")
     if params.get(PARTIAL) is not None:
         share = c.number(f"{name}.{PARTIAL}", value=params[PARTIAL])
@@ -71,7 +74,7 @@ def _rope_checked(c: Keys) -> Keys:
             if k not in (_BETA, PARTIAL, "max_position_embeddings")}
     sub = Keys({**c.raw, name: rest}, c.model_type, c.where, c.fields, c.family)
     sub.defaulted = c.defaulted
-    return sub
+    return sub, scale
 
 
 def _router(c: Keys) -> dict:
@@ -103,10 +106,12 @@ def _dense(c: Keys, n: int) -> list[int]:  # Mistral4 reads no moe_layer_freq
 
 
 def read(c: Keys) -> dict:
-    c = _rope_checked(c)
+    c, scale = _rope_checked(c)
     if c.flag("rope_interleave", null=True) is not True:
         raise c.error("rope_interleave", "archscope's MLA rotates interleaved pairs only")
-    return read_v2(c, moe=_router, mlp_bias=False, refused_by=None, dense_layers=_dense)
+    out = read_v2(c, moe=_router, mlp_bias=False, refused_by=None, dense_layers=_dense)
+    out["attention"].update(scale)  # every layer's: the attention is model-wide
+    return out
 
 
 def write(s: ModelSpec) -> dict:
@@ -119,9 +124,17 @@ def write(s: ModelSpec) -> dict:
                         key="ffn.router.method")
     out = {k: v for k, v in write_v2(_without_normalize(s), divisible=False).items()
            if k not in ("mlp_bias", "topk_method")}
-    rope = out["rope_parameters"]
+    a, rope = s.attention, out["rope_parameters"]
+    beta = 0.0
+    if a.temperature_floor is not None:  # the query scale: one original context for it and YaRN
+        if a.temperature_offset != 0 or rope.get(_ORIGINAL, a.temperature_floor) != \
+                a.temperature_floor:
+            raise SpecError("Mistral 4 scales q from the position (temperature_offset 0) by "
+                            f"floor {_ORIGINAL}, the one YaRN reads too",
+                            key="attention.temperature_offset")
+        rope[_ORIGINAL], beta = a.temperature_floor, a.temperature_scale
     rope.setdefault(_ORIGINAL, s.max_seq_len)
-    rope.update({_BETA: 0.0, PARTIAL: s.attention.qk_rope_head_dim / s.attention.qk_head_dim})
+    rope.update({_BETA: beta, PARTIAL: a.qk_rope_head_dim / a.qk_head_dim})
     out.update(rope_interleave=True)
     if moe is not None:
         out.update(norm_topk_prob=moe.routing.normalize, n_group=1, topk_group=1)
@@ -143,5 +156,5 @@ MISTRAL4 = DEEPSEEK_V2.but(
     spec_keys=DEEPSEEK_V2.key_table(**{"ffn.router.method": "n_group",
                                        "ffn.router.normalize": "norm_topk_prob"}),
     names=("mistral",),
-    doc="DeepSeek-V3's MLA + MoE with a softmax router, Llama 4's query scale (beta 0 only)")
+    doc="DeepSeek-V3's MLA + MoE with a softmax router, a query scale by position")
 FAMILIES = (MISTRAL4,)
