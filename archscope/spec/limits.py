@@ -37,6 +37,7 @@ INT_LIMITS: dict[str, int] = {
     "window": 134_217_728,  # Gemma 2/3, Mistral: 4,096
     "chunk": 134_217_728,  # Llama 4: 8,192
     "temperature_floor": 134_217_728,  # Llama 4's floor_scale, in tokens: 8,192
+    "temperature_offset": 134_217_728,  # a position offset: Llama 4's 1, Ministral 3's 0
     "topk": 134_217_728,  # keys a sparse-attention indexer selects: DeepSeek-V3.2, 2,048
     # Heads: public decoders have at most 128 query heads (DeepSeek-V3, Llama 3.1 405B;
     # presets: DeepSeek-V2, 128 query heads; GPT-3, 96 KV heads).
