@@ -172,6 +172,26 @@ def held_cache_bytes(model, ids: torch.Tensor, capacity: int) -> int:
     return slots_in_use_bytes(cache)
 
 
+def shrunk_cache_bytes(preset: ModelSpec, shrunk: ModelSpec, dtype: str = "fp32",
+                       batch: int = 2, tokens: int = 9) -> int:
+    """A preset's cache checked on `shrunk`, a 2-layer variant with the preset's attention: the
+    bytes archscope's cache holds after a real prefill (random weights) equal the estimate,
+    and the preset's estimate is that times its layers over 2. Returns the bytes held."""
+    from archscope.estimate import kv_cache_bytes
+
+    assert shrunk.attention == preset.attention and shrunk.n_layers == 2
+    torch.manual_seed(0)
+    model = build_model(shrunk, dtype={"fp32": torch.float32, "bf16": torch.bfloat16}[dtype])
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.02)
+    ids = torch.randint(0, shrunk.vocab_size, (batch, tokens))
+    held = held_cache_bytes(model.eval(), ids, 2 * tokens)
+    assert held == kv_cache_bytes(shrunk, tokens, batch, dtype)
+    assert kv_cache_bytes(preset, tokens, batch, dtype) == held * preset.n_layers // 2
+    return held
+
+
 def meta_param_counts(spec: ModelSpec) -> tuple[int, int, object]:
     """(archscope's count, transformers' count, transformers' model) of `spec` on meta."""
     with torch.device("meta"):
@@ -218,6 +238,18 @@ def routed(model, ids: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         for h in hooks:
             h.remove()
     return calls
+
+
+def their_active_params(model, top_k: int) -> int:
+    """transformers' parameters less, in each MoE layer, the experts a token skips (the fused
+    3-D expert tensors: n_experts copies, of which top_k run)."""
+    total = sum(p.numel() for p in model.parameters())
+    for module in model.modules():
+        fused = getattr(module, "gate_up_proj", None)
+        if isinstance(fused, torch.nn.Parameter) and fused.dim() == 3:
+            n = fused.shape[0]
+            total -= sum(p.numel() for p in module.parameters(recurse=False)) // n * (n - top_k)
+    return total
 
 
 def active_params_from_modules(model) -> int:

@@ -19,7 +19,8 @@ from archscope.spec import load_spec
 from archscope.spec.fields import from_mapping, to_mapping
 from archscope.spec.schema import ModelSpec
 from hf_configs import network, write_config
-from parity import active_params_from_modules, checked_preset, held_cache_bytes
+from parity import (active_params_from_modules, checked_preset, shrunk_cache_bytes,
+                    their_active_params)
 
 # the file as published, less quantization_config (fp8 blocks: not the network),
 # torch_dtype and transformers_version
@@ -50,17 +51,6 @@ def test_the_published_config_reads_as_the_preset(tmp_path):
     assert network(spec) == network(load_spec("deepseek-v3.2"))
 
 
-def _their_active(model, top_k: int) -> int:
-    """transformers' parameters less, in each MoE layer, the experts a token skips (the fused
-    3-D expert tensors: n_experts copies, of which top_k run)."""
-    total = sum(p.numel() for p in model.parameters())
-    for module in model.modules():
-        fused = getattr(module, "gate_up_proj", None)
-        if isinstance(fused, torch.nn.Parameter) and fused.dim() == 3:
-            n = fused.shape[0]
-            total -= sum(p.numel() for p in module.parameters(recurse=False)) // n * (n - top_k)
-    return total
-
 
 @pytest.mark.slow
 def test_total_and_active_parameters_equal_transformers_on_meta():
@@ -72,7 +62,7 @@ def test_total_and_active_parameters_equal_transformers_on_meta():
             transformers.AutoConfig.for_model(**PUBLISHED))
     assert type(theirs) is type(exported)
     assert p.total == sum(x.numel() for x in theirs.parameters())
-    assert p.active == _their_active(theirs, PUBLISHED["num_experts_per_tok"]) \
+    assert p.active == their_active_params(theirs, PUBLISHED["num_experts_per_tok"]) \
         == active_params_from_modules(build_model(spec, device="meta"))
     # DeepSeek-V3's network + 61 indexers: wq_b, wk, k_norm (weight and bias), weights_proj
     indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
@@ -95,17 +85,9 @@ def _two_layers(preset: ModelSpec) -> ModelSpec:
 def test_the_cache_of_a_two_layer_variant_holds_the_estimate():
     preset = load_spec("deepseek-v3.2")
     spec = _two_layers(preset)
-    assert spec.attention == preset.attention and spec.plan[1].is_moe
-    torch.manual_seed(0)
-    model = build_model(spec, dtype=torch.bfloat16)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, 0.02)
-    ids = torch.randint(0, spec.vocab_size, (BATCH, TOKENS))
-    held = held_cache_bytes(model.eval(), ids, 2 * TOKENS)
-    assert held == kv_cache_bytes(spec, TOKENS, BATCH, "bf16") \
-        == 2 * BATCH * TOKENS * (512 + 64 + 128) * 2
-    assert kv_cache_bytes(preset, TOKENS, BATCH, "bf16") == held * preset.n_layers // 2
+    assert spec.plan[1].is_moe
+    held = shrunk_cache_bytes(preset, spec, "bf16", batch=BATCH, tokens=TOKENS)
+    assert held == 2 * BATCH * TOKENS * (512 + 64 + 128) * 2
 
 
 def test_the_whole_presets_static_cache_is_the_estimate_at_full_context():

@@ -22,11 +22,11 @@ import torch
 import transformers
 
 from archscope.errors import SpecError
-from archscope.estimate import count_params, kv_cache_bytes
+from archscope.estimate import count_params
 from archscope.nn import build_model
 from archscope.spec import load_spec, with_overrides
 from hf_configs import network, write_config
-from parity import active_params_from_modules, held_cache_bytes
+from parity import active_params_from_modules, shrunk_cache_bytes, their_active_params
 
 # Tencent-Hunyuan/Hunyuan-A13B models/config.json (as forked in tianyu1412/Hunyuan-A13B, commit
 # df832ebcc42e64db91ec1a4eadb90c296f3c7346), every key, the 32-entry lists written as products
@@ -83,17 +83,6 @@ def test_the_published_config_reads_as_the_preset(tmp_path):
     assert network(_read(AS_REGISTERED, tmp_path)) == network(load_spec("hunyuan-a13b"))
 
 
-def _their_active(model, top_k: int) -> int:
-    """transformers' parameters less, in each layer, the experts a token skips (the fused 3-D
-    expert tensors: n_experts copies, of which top_k run)."""
-    total = sum(p.numel() for p in model.parameters())
-    for module in model.modules():
-        fused = getattr(module, "gate_up_proj", None)
-        if isinstance(fused, torch.nn.Parameter) and fused.dim() == 3:
-            n = fused.shape[0]
-            total -= sum(p.numel() for p in module.parameters(recurse=False)) // n * (n - top_k)
-    return total
-
 
 @pytest.mark.slow
 def test_total_and_active_parameters_equal_transformers_on_meta():
@@ -106,7 +95,7 @@ def test_total_and_active_parameters_equal_transformers_on_meta():
     assert type(theirs).__name__ == "HunYuanMoEV1ForCausalLM"
     counted = count_params(spec)
     assert counted.total == sum(p.numel() for p in theirs.parameters())
-    assert counted.active == _their_active(theirs, 8) \
+    assert counted.active == their_active_params(theirs, 8) \
         == active_params_from_modules(build_model(spec, device="meta"))
 
 
@@ -114,16 +103,7 @@ def test_total_and_active_parameters_equal_transformers_on_meta():
 def test_the_cache_of_a_two_layer_variant_holds_the_estimate():
     preset = load_spec("hunyuan-a13b")
     spec = with_overrides(preset, SHRUNK)
-    assert spec.attention == preset.attention
-    torch.manual_seed(0)
-    model = build_model(spec)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, 0.02)
-    ids = torch.randint(0, spec.vocab_size, (BATCH, TOKENS))
-    held = held_cache_bytes(model.eval(), ids, 2 * TOKENS)
-    assert held == kv_cache_bytes(spec, TOKENS, BATCH, "fp32")
-    assert kv_cache_bytes(preset, TOKENS, BATCH, "fp32") == held * preset.n_layers // 2
+    shrunk_cache_bytes(preset, spec, batch=BATCH, tokens=TOKENS)
 
 
 def test_the_qk_norm_after_rope_needs_a_weighted_qk_norm():

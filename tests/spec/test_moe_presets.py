@@ -14,11 +14,11 @@ import pytest
 import torch
 import transformers
 
-from archscope.estimate import count_params, kv_cache_bytes
+from archscope.estimate import count_params
 from archscope.nn import build_model
 from archscope.spec import load_spec, with_overrides
 from hf_configs import network, write_config
-from parity import active_params_from_modules, held_cache_bytes
+from parity import active_params_from_modules, shrunk_cache_bytes, their_active_params
 
 PUBLISHED = {
     "ernie-4.5-21b-a3b": {
@@ -73,18 +73,6 @@ def _theirs(name: str):
         return transformers.AutoModelForCausalLM.from_config(config), config
 
 
-def _their_active(model, top_k: int) -> int:
-    """transformers' parameters less, in each layer, the experts a token skips (the fused 3-D
-    expert tensors: n_experts copies, of which top_k run)."""
-    total = sum(p.numel() for p in model.parameters())
-    for module in model.modules():
-        fused = getattr(module, "gate_up_proj", None)
-        if isinstance(fused, torch.nn.Parameter) and fused.dim() == 3:
-            experts = sum(p.numel() for p in module.parameters(recurse=False))
-            n = fused.shape[0]
-            total -= experts // n * (n - top_k)
-    return total
-
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_the_published_config_reads_as_the_preset(name, tmp_path):
@@ -101,7 +89,7 @@ def test_total_and_active_parameters_equal_transformers_on_meta(name):
     theirs, config = _theirs(name)
     counted = count_params(spec)
     assert counted.total == sum(p.numel() for p in theirs.parameters())
-    assert counted.active == _their_active(theirs, config.num_experts_per_tok) \
+    assert counted.active == their_active_params(theirs, config.num_experts_per_tok) \
         == active_params_from_modules(build_model(spec, device="meta"))
 
 
@@ -110,13 +98,4 @@ def test_total_and_active_parameters_equal_transformers_on_meta(name):
 def test_the_cache_of_a_two_layer_variant_holds_the_estimate(name):
     preset = load_spec(name)
     spec = with_overrides(preset, SHRUNK + SHRUNK_SHARED.get(name, []))
-    assert spec.attention == preset.attention
-    torch.manual_seed(0)
-    model = build_model(spec)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, 0.02)
-    ids = torch.randint(0, spec.vocab_size, (BATCH, TOKENS))
-    held = held_cache_bytes(model.eval(), ids, 2 * TOKENS)
-    assert held == kv_cache_bytes(spec, TOKENS, BATCH, "fp32")
-    assert kv_cache_bytes(preset, TOKENS, BATCH, "fp32") == held * preset.n_layers // 2
+    shrunk_cache_bytes(preset, spec, batch=BATCH, tokens=TOKENS)
