@@ -4,6 +4,7 @@ own module: archscope/spec/families/)."""
 
 from __future__ import annotations
 
+from archscope.errors import SpecError
 from archscope.spec.hf_keys import Defaulted, Keys, what
 
 _ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",  # HF name -> ours
@@ -202,3 +203,25 @@ def two_matrix_ffn(c: Keys, d_ff: int, bias: bool, key: str = "hidden_act") -> d
     if act == "relu2":
         return {"kind": "relu2", "d_ff": d_ff, "bias": bias}
     return {"kind": "mlp", "d_ff": d_ff, "activation": _ACT[act], "bias": bias}
+
+
+def read_text_config(c: Keys, sub: Keys, read) -> dict:
+    """A multimodal wrapper's text model: `read(sub)`, `sub` being `c`'s text_config, with its
+    errors and the keys it took from transformers' defaults named as the file nests them
+    (text_config.<key>)."""
+    try:
+        out = read(sub)
+    except SpecError as err:
+        raise SpecError(err.detail, where=err.where, key=f"text_config.{err.key}") from None
+    for key, note in sub.defaulted.items():
+        c.defaulted.setdefault(f"text_config.{key}",
+                               Defaulted(f"text_config.{key}", note.value, note.where))
+    return out
+
+
+def check_one_tie(c: Keys, out: dict) -> None:
+    """A wrapper that saves tie_word_embeddings beside its text model's: the two must agree."""
+    if "tie_word_embeddings" in c.raw and c.flag("tie_word_embeddings") != out["tie_embeddings"]:
+        raise c.error("tie_word_embeddings", "disagrees with text_config.tie_word_embeddings "
+                                             f"({str(out['tie_embeddings']).lower()}): which "
+                                             "one ties the text model is ambiguous")

@@ -22,7 +22,8 @@ from archscope.errors import SpecError
 from archscope.spec.families.base import frozen, renamed, rules
 from archscope.spec.families.qwen3 import QWEN3
 from archscope.spec.hf_keys import Defaulted, Keys, what
-from archscope.spec.hf_readers_base import _act, _check_types, _rope, _select
+from archscope.spec.hf_readers_base import (_act, _check_types, _rope, _select, check_one_tie,
+                                            read_text_config)
 from archscope.spec.hf_writers_base import rope_parameters
 from archscope.spec.schema import ModelSpec
 
@@ -144,17 +145,8 @@ def read_gemma3(c: Keys) -> dict:
     """A multimodal gemma3 config.json: its text_config, keys it omits filled in with
     Gemma3TextConfig's defaults (as transformers does); the vision tower is not modelled."""
     sub = Keys(c.mapping("text_config"), "gemma3_text", c.where, GEMMA3_TEXT.key_fields)
-    try:
-        out = read_gemma3_text(sub)
-    except SpecError as err:
-        raise SpecError(err.detail, where=err.where, key=f"text_config.{err.key}") from None
-    if "tie_word_embeddings" in c.raw and c.flag("tie_word_embeddings") != out["tie_embeddings"]:
-        raise c.error("tie_word_embeddings", "disagrees with text_config.tie_word_embeddings "
-                                             f"({str(out['tie_embeddings']).lower()}): which "
-                                             "one ties the text model is ambiguous")
-    for key, note in sub.defaulted.items():
-        c.defaulted.setdefault(f"text_config.{key}",
-                               Defaulted(f"text_config.{key}", note.value, note.where))
+    out = read_text_config(c, sub, read_gemma3_text)
+    check_one_tie(c, out)
     return out
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from archscope.errors import SpecError
 from archscope.spec.families.base import frozen, rules
 from archscope.spec.families.llama import LLAMA
 from archscope.spec.hf_keys import Keys, what
-from archscope.spec.hf_readers_base import _act, _base, _check_types, _heads, _select
+from archscope.spec.hf_readers_base import (_act, _base, _check_types, _heads, _select,
+                                            read_text_config)
 from archscope.spec.hf_writers_base import HF_ACT, to_base
 from archscope.spec.schema import ModelSpec
 
@@ -130,13 +130,7 @@ def _grouped(common: dict, attn: list[dict], ffn: list[dict]) -> dict:
 def llama4(c: Keys) -> dict:
     """The multimodal wrapper: the language model is its text_config's llama4_text."""
     inner = Keys(c.mapping("text_config"), "llama4_text", c.where, LLAMA4_TEXT.key_fields)
-    try:
-        out = llama4_text(inner)
-    except SpecError as err:  # named as the file nests it
-        raise SpecError(err.detail, where=err.where, key=f"text_config.{err.key}") from None
-    for key, note in inner.defaulted.items():  # named as the file nests them
-        c.defaulted.setdefault(f"text_config.{key}",
-                               dataclasses.replace(note, key=f"text_config.{key}"))
+    out = read_text_config(c, inner, llama4_text)
     top = c.raw.get("tie_word_embeddings")
     if top is not None and top != out["tie_embeddings"]:
         raise c.error("tie_word_embeddings", f"{what(top)}, but text_config's (which builds "

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from archscope.errors import SpecError
 from archscope.spec.families.base import frozen, renamed, rules
 from archscope.spec.families.llama import LLAMA
 from archscope.spec.families.ministral import read as read_ministral
 from archscope.spec.families.ministral3 import read as read_ministral3
 from archscope.spec.families.mistral import read as read_mistral
 from archscope.spec.hf_keys import Defaulted, Keys, what
+from archscope.spec.hf_readers_base import check_one_tie, read_text_config
 
 # text_config's model_type -> its reader (the text models Mistral 3 checkpoints carry)
 _TEXT = {"mistral": read_mistral, "ministral": read_ministral, "ministral3": read_ministral3}
@@ -52,17 +52,8 @@ def read(c: Keys) -> dict:
         raise c.error("text_config.model_type", f"archscope reads Mistral 3's text model as "
                                                 f"{', '.join(_TEXT)}, {what(model_type)}")
     sub = Keys(text, model_type, c.where)
-    try:
-        out = _TEXT[model_type](sub)
-    except SpecError as err:
-        raise SpecError(err.detail, where=err.where, key=f"text_config.{err.key}") from None
-    if "tie_word_embeddings" in c.raw and c.flag("tie_word_embeddings") != out["tie_embeddings"]:
-        raise c.error("tie_word_embeddings", "disagrees with text_config.tie_word_embeddings "
-                                             f"({str(out['tie_embeddings']).lower()}): which "
-                                             "one ties the text model is ambiguous")
-    for key, note in sub.defaulted.items():
-        c.defaulted.setdefault(f"text_config.{key}",
-                               Defaulted(f"text_config.{key}", note.value, note.where))
+    out = read_text_config(c, sub, _TEXT[model_type])
+    check_one_tie(c, out)
     return out
 
 

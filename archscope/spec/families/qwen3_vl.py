@@ -17,14 +17,13 @@ Read only: the text models write as qwen3 and qwen3_moe.
 from __future__ import annotations
 
 
-from archscope.errors import SpecError
 from archscope.spec.families.base import frozen, renamed, rules
 from archscope.spec.families.minimax_m2 import head_dims
 from archscope.spec.families.qwen2_moe import moe_layers
 from archscope.spec.families.qwen3 import QWEN3
 from archscope.spec.families.qwen3_moe import QWEN3_MOE
-from archscope.spec.hf_keys import Defaulted, Keys
-from archscope.spec.hf_readers_base import _act, _base, _select
+from archscope.spec.hf_keys import Keys
+from archscope.spec.hf_readers_base import _act, _base, _select, read_text_config
 
 _MROPE = ("mrope_section", "mrope_interleaved")
 
@@ -63,14 +62,7 @@ def _wrapped(read_text, text_type: str):
         tie = c.flag("tie_word_embeddings")  # the wrapper's: it ties the lm_head
         sub = Keys({**c.mapping("text_config"), "tie_word_embeddings": tie}, text_type, c.where,
                    c.fields)
-        try:
-            out = read_text(sub)
-        except SpecError as err:
-            raise SpecError(err.detail, where=err.where, key=f"text_config.{err.key}") from None
-        for key, note in sub.defaulted.items():
-            c.defaulted.setdefault(f"text_config.{key}",
-                                   Defaulted(f"text_config.{key}", note.value, note.where))
-        return out
+        return read_text_config(c, sub, read_text)
     return read
 
 
