@@ -83,10 +83,16 @@ def write(s: ModelSpec, divisible: bool = True) -> dict:
         raise SpecError("transformers' DeepseekV2 never renormalises the top-k weights (it "
                         "ignores norm_topk_prob), so normalize: true would build another model",
                         key="ffn.router.normalize")
-    return {**out, "n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.top_k,
+    return {**out, **routed_keys(moe), "topk_method": r.method}
+
+
+def routed_keys(moe) -> dict:
+    """DeepSeek's MoE keys for an FFN spec of kind moe (its descendants write them alike)."""
+    r = moe.routing
+    return {"n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.top_k,
             "moe_intermediate_size": moe.d_expert, "n_shared_experts": moe.shared_experts,
-            "topk_method": r.method, "n_group": r.n_group, "topk_group": r.topk_group,
-            "norm_topk_prob": r.normalize, "routed_scaling_factor": r.scaling_factor}
+            "n_group": r.n_group, "topk_group": r.topk_group, "norm_topk_prob": r.normalize,
+            "routed_scaling_factor": r.scaling_factor}
 
 
 

@@ -9,9 +9,10 @@ alternating with global ones (layer_types, else every second layer is global).""
 from __future__ import annotations
 
 from archscope.errors import SpecError
-from archscope.spec.families.gemma3 import GEMMA3_TEXT, _HF_ACT, _attention_scalar
+from archscope.spec.families.gemma3 import (GEMMA3_TEXT, _HF_ACT, _attention_scalar, gemma_shape,
+                                           sliding_layers)
 from archscope.spec.hf_keys import Keys
-from archscope.spec.hf_readers_base import _act, _check_types, _rope, _select
+from archscope.spec.hf_readers_base import _check_types, _rope, _select
 from archscope.spec.hf_writers_base import rope_parameters
 from archscope.spec.schema import ModelSpec
 
@@ -19,22 +20,12 @@ from archscope.spec.schema import ModelSpec
 def read(c: Keys, position: str = "sandwich") -> dict:
     """The spec mapping of a Gemma 2 config.json; `position`: where its norms sit (VaultGemma
     has no post-sublayer norms: pre)."""
-    width, n = c.size("hidden_size"), c.size("num_hidden_layers")
-    heads, kv = c.size("num_attention_heads"), c.size("num_key_value_heads")
-    if width % heads or heads % kv:  # Gemma2Config refuses the first, the attention the other
-        key = "num_attention_heads" if width % heads else "num_key_value_heads"
-        raise c.error(key, f"hidden_size ({width}) must be a multiple of num_attention_heads "
-                           f"({heads}), and that of num_key_value_heads ({kv})")
-    act = _act(c, "hidden_activation")
-    window = c.size("sliding_window", null=True)
+    width, n, heads, kv, act, window = gemma_shape(c)
     types = c.get("layer_types", None)
     if types is None:  # Gemma2Config's rule: every second layer is global
         types = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
     _check_types(c, types, n)
-    sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
-    if sliding and window is None:
-        raise c.error("sliding_window", f"is null, but layer_types marks layer {sliding[0]} "
-                                        "sliding_attention")
+    sliding = sliding_layers(c, types, window)
     final_cap = c.number("final_logit_softcapping", null=True)
     out = {"vocab_size": c.size("vocab_size"), "d_model": width, "n_layers": n,
            "max_seq_len": c.size("max_position_embeddings"),

@@ -93,22 +93,33 @@ def _refuse_unmodelled(c: Keys) -> None:
         raise c.error("use_bidirectional_attention", "archscope models causal decoders only")
 
 
-def read_gemma3_text(c: Keys) -> dict:
-    """The spec mapping of a gemma3_text config.json."""
-    _refuse_unmodelled(c)
+def gemma_shape(c: Keys) -> tuple:
+    """(hidden_size, layers, heads, KV heads, activation, sliding_window) of a Gemma 2/3
+    config.json, its heads checked as its config class and attention check them."""
     width, n = c.size("hidden_size"), c.size("num_hidden_layers")
     heads, kv = c.size("num_attention_heads"), c.size("num_key_value_heads")
-    if width % heads or heads % kv:  # Gemma3TextConfig refuses the first, the attention the other
+    if width % heads or heads % kv:  # the config class refuses the first, the attention the other
         key = "num_attention_heads" if width % heads else "num_key_value_heads"
         raise c.error(key, f"hidden_size ({width}) must be a multiple of num_attention_heads "
                            f"({heads}), and that of num_key_value_heads ({kv})")
-    act = _act(c, "hidden_activation")
-    window = c.size("sliding_window", null=True)
-    types = _layer_types(c, n)
+    return width, n, heads, kv, _act(c, "hidden_activation"), c.size("sliding_window", null=True)
+
+
+def sliding_layers(c: Keys, types: list, window: int | None) -> list[int]:
+    """The layers `types` marks sliding_attention, which need a window."""
     sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
     if sliding and window is None:
         raise c.error("sliding_window", f"is null, but layer_types marks layer {sliding[0]} "
                                         "sliding_attention")
+    return sliding
+
+
+def read_gemma3_text(c: Keys) -> dict:
+    """The spec mapping of a gemma3_text config.json."""
+    _refuse_unmodelled(c)
+    width, n, heads, kv, act, window = gemma_shape(c)
+    types = _layer_types(c, n)
+    sliding = sliding_layers(c, types, window)
     rope = {t: _rope_of_type(c, t) for t in _TYPES}
     # the model's position: the sliding layers' (most layers), unless only it is scaled (a
     # layer can patch a scaling in, not out: the importer drops nulls)

@@ -12,7 +12,7 @@ line for line (5.23.0), so the spec's noaux_tc router is theirs.
 from __future__ import annotations
 
 from archscope.spec.families.base import frozen
-from archscope.spec.families.deepseek_v2 import PER_EXPERT
+from archscope.spec.families.deepseek_v2 import PER_EXPERT, routed_keys
 from archscope.spec.families.deepseek_v3 import DEEPSEEK_V3, sigmoid_routed
 from archscope.spec.families.mixtral import MOE_WEIGHTS
 from archscope.spec.families.qwen3 import QWEN3
@@ -79,12 +79,7 @@ def write(s: ModelSpec) -> dict:
     if k:
         out["intermediate_size"] = s.plan[0].ffn.d_ff
     if moe is not None:
-        r = moe.routing
-        out.update({"n_routed_experts": moe.n_experts, "num_experts_per_tok": moe.top_k,
-                    "moe_intermediate_size": moe.d_expert,
-                    "n_shared_experts": moe.shared_experts, "n_group": r.n_group,
-                    "topk_group": r.topk_group, "norm_topk_prob": r.normalize,
-                    "routed_scaling_factor": r.scaling_factor})
+        out.update(routed_keys(moe))
     return out
 
 
