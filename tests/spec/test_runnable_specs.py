@@ -19,6 +19,7 @@ from archscope.spec import limits
 from archscope.spec.fields import to_mapping
 from hostile import refused
 from spec.test_hf_deepseek_v3 import PUBLISHED as DEEPSEEK_V3
+from spec.test_hostile_specs import GOOD, spec_file
 
 # DeepSeek-V3's published config, shrunk to run on a CPU
 DEEPSEEK_V3_TINY = dict(vocab_size=1000, intermediate_size=512, num_hidden_layers=4,
@@ -27,26 +28,6 @@ DEEPSEEK_V3_TINY = dict(vocab_size=1000, intermediate_size=512, num_hidden_layer
                         v_head_dim=16, n_routed_experts=16, num_experts_per_tok=4,
                         moe_intermediate_size=64, n_group=4, topk_group=2,
                         first_k_dense_replace=1, max_position_embeddings=4096)
-
-GOOD = """\
-name: tiny
-source: test
-vocab_size: 100
-d_model: 64
-n_layers: 4
-max_seq_len: 128
-norm: {kind: rmsnorm, eps: 1e-5}
-position: {kind: rope, theta: 10000.0}
-attention: {kind: gqa, n_heads: 4, n_kv_heads: 2, head_dim: 16}
-ffn: {kind: swiglu, d_ff: 128}
-"""
-
-
-def spec_file(tmp_path, text: str) -> str:
-    path = tmp_path / "spec.yaml"
-    path.write_text(text)
-    return str(path)
-
 
 # --- RoPE needs an even head ---------------------------------------------------------------
 
