@@ -1,6 +1,16 @@
+import os
+
 import pytest
+from hypothesis import settings
 
 from archscope.cli import main
+
+# The fuzz tests draw the same examples on every run and machine (derandomized: seeded from
+# each test's source), so a suite that passed once passes again and a failure reproduces
+# anywhere; ARCHSCOPE_FUZZ_RANDOM=1 draws fresh examples, for the longer searches the README
+# describes. A test's own settings() keep this unless they set derandomize themselves.
+settings.register_profile("archscope", derandomize=os.environ.get("ARCHSCOPE_FUZZ_RANDOM") != "1")
+settings.load_profile("archscope")
 
 
 def _cli_runner(capture):

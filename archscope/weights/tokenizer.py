@@ -79,7 +79,7 @@ def prompt_ids(tokenizer, prompt: str, chat: bool = False, system: str | None = 
     if system is not None:
         _check_text(system, "the system message")
     if not chat:
-        return _nonempty(list(tokenizer(prompt)["input_ids"]), "the prompt")
+        return _nonempty(_encode(tokenizer, prompt), "the prompt")
     if not getattr(tokenizer, "chat_template", None):
         raise InputError("chat=True: this tokenizer has no chat template (base checkpoints "
                          "have none; use an -Instruct checkpoint, or chat=False)")
@@ -87,8 +87,22 @@ def prompt_ids(tokenizer, prompt: str, chat: bool = False, system: str | None = 
         [{"role": "user", "content": prompt}]
     text = _render_chat(tokenizer, messages)
     # the template already wrote the special tokens (begin-of-text): do not add them twice
-    return _nonempty(list(tokenizer(text, add_special_tokens=False)["input_ids"]),
+    return _nonempty(_encode(tokenizer, text, add_special_tokens=False),
                      "the chat template's prompt")
+
+
+def _encode(tokenizer, text: str, **options) -> list[int]:
+    """The ids of `text`. Encoding runs on the folder's tokenizer files (tokenizer_config.json's
+    model_max_length, its special tokens...): transformers raises whatever its checks raise on
+    a value of the wrong type (a TypeError for a model_max_length that is a list), and each is
+    a file of the folder that cannot be used."""
+    try:
+        return list(tokenizer(text, **options)["input_ids"])
+    except Exception as err:  # noqa: BLE001 - see above
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise InputError(f"the checkpoint's tokenizer (tokenizer.json, tokenizer_config.json) "
+                         f"fails on the prompt: {type(err).__name__}: {shorten(first, 160)}"
+                         ) from None
 
 
 _NOT_TEXT = re.compile("[\0\ud800-\udfff]")

@@ -130,6 +130,15 @@ def test_a_broken_chat_template_is_named(template, words, ckpt, run_cli):
     generate(run_cli, ckpt, "--chat", words=("chat template", words))
 
 
+@pytest.mark.parametrize("value", [[], {"a": 1}, "long"])
+def test_a_tokenizer_config_value_of_the_wrong_type_is_named(value, ckpt, run_cli):
+    # found by tests/weights/test_fuzz_checkpoints.py: transformers compares the prompt's
+    # length with model_max_length and raised TypeError for a list
+    config = json.loads((ckpt / "tokenizer_config.json").read_text())
+    (ckpt / "tokenizer_config.json").write_text(json.dumps(config | {"model_max_length": value}))
+    generate(run_cli, ckpt, words=("tokenizer_config.json", "fails on the prompt"))
+
+
 def test_an_endless_chat_template_is_stopped(ckpt, run_cli, monkeypatch):
     monkeypatch.setattr(tokenizer_module, "CHAT_TEMPLATE_SECONDS", 0.5)
     (ckpt / "chat_template.jinja").write_text(
