@@ -47,4 +47,9 @@ FAMILIES = (
               "Gemma 4's per-layer input embeddings and key/value caches shared across layers"),
     _declared("gemma4_text", "Gemma4ForCausalLM", "hidden_size_per_layer_input",
               "Gemma 4's per-layer input embeddings and key/value caches shared across layers"),
+    # transformers' models/xlstm: every block is an mLSTM (a matrix memory per head with
+    # exponential input and forget gates, soft-capped) and a gated FFN
+    _declared("xlstm", "xLSTMForCausalLM", "num_blocks",
+              "xLSTM's mLSTM blocks (a matrix memory per head with exponential input and "
+              "forget gates)"),
 )
