@@ -17,6 +17,10 @@ REPORT_DTYPE = "fp16"  # the documents' tables are in fp16 (bf16 has the same si
 TABLE_LENGTHS = (1024, 4096)  # the documents' KV-cache and FLOPs contexts
 DIVE_LENGTHS = (512, 1024, 4096, 8192, 32768, 131072)
 SHOW_LENGTHS = (1024, 4096, 32768)
+# the context at which a deep dive works out the comparison's cache columns (kv_cache_bytes,
+# state_bytes, cache_bytes) from the model's own numbers, even past its context: 128K is where
+# a per-token cache and a constant state differ most among the contexts people compare at
+CACHE_SUM_LENGTH = 131072
 
 
 def conventions_text(record: ModelRecord) -> dict[str, str]:
@@ -35,10 +39,10 @@ def conventions_text(record: ModelRecord) -> dict[str, str]:
                  "query and output, attention on the cached latent); a prefill decompresses each "
                  "latent once",
         "units": "bytes are integers; MB = 10^6 bytes, MiB = 2^20 bytes, GB = 10^9, GiB = 2^30",
-        **({"state": "state mixers (Mamba-2, Gated DeltaNet) hold a constant state per "
-                     "sequence instead of a per-token cache: the conv window (all kernel "
-                     "columns) in the compute dtype and the SSM / recurrent matrix in fp32, "
-                     "whatever the context"} if record.state_groups else {}),
+        **({"state": "state-mixer layers hold a constant state per sequence instead of a "
+                     "per-token cache, whatever the context, each part in the dtype "
+                     "transformers' class keeps it in (the mixer's explanation says which)"}
+           if record.state_groups else {}),
     }
 
 
@@ -58,7 +62,8 @@ def context_series(spec: ModelSpec, start: int = 128) -> list[int]:
 
 def report_record(spec: ModelSpec) -> ModelRecord:
     """The record every report page of `spec` reads: fp16, batch 1, at every context shown."""
-    lengths = sorted({*TABLE_LENGTHS, *below_context(spec, DIVE_LENGTHS), *context_series(spec)})
+    lengths = sorted({*TABLE_LENGTHS, *below_context(spec, DIVE_LENGTHS), *context_series(spec),
+                      CACHE_SUM_LENGTH})
     return model_record(spec, lengths, weight_dtype=REPORT_DTYPE)
 
 
@@ -74,6 +79,21 @@ def kv_at(record: ModelRecord, c: AtContext) -> dict:
             "per_layer": per_layer, "bytes": cache.bytes,
             "decompressed_bytes": cache.decompressed_bytes, "mha_bytes": cache.mha_bytes,
             "state_bytes": c.state_bytes}
+
+
+def cache_sum(record: ModelRecord, seq_len: int = CACHE_SUM_LENGTH) -> dict:
+    """How the comparison's cache columns at `seq_len` add up, one sequence: the row `compare`
+    prints (record.row) and the terms it is the sum of, each group of layers that cache or
+    hold alike with its count, tokens held and bytes per token (or per layer, for a state)."""
+    c, row = record.at(seq_len), record.row(seq_len)
+    kv = [{"layers": layers_text(list(g.layers)), "count": len(g.layers),
+           "tokens_held": c.cache.tokens_held[g.layers[0]], "bytes_per_token": g.bytes_per_token,
+           "bytes": len(g.layers) * c.cache.bytes_per_layer[g.layers[0]]}
+          for g in record.cache_groups]
+    return {"seq_len": seq_len, "max_seq_len": record.spec.max_seq_len,
+            "exceeds_context": row["exceeds_context"], "kv_dtype": row["kv_dtype"],
+            "kv_cache_bytes": row["kv_cache_bytes"], "state_bytes": row["state_bytes"],
+            "cache_bytes": row["cache_bytes"], "kv_groups": kv, "state_groups": state_record(record)}
 
 
 def flops_at(c: AtContext) -> dict:

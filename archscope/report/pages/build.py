@@ -12,8 +12,8 @@ from typing import Callable, Iterable
 
 from archscope.report.pages.benchmarks import benchmark_sections
 from archscope.report.pages.comparison import comparison_page
-from archscope.report.costs import (DIVE_LENGTHS, below_context, cost_record, details_record,
-                                    report_record)
+from archscope.report.costs import (DIVE_LENGTHS, below_context, cache_sum, cost_record,
+                                    details_record, report_record)
 from archscope.report.dive_explain import explain_record
 from archscope.report.document_records import document_records
 from archscope.report.pages.deep_dive import deep_dive_page
@@ -43,9 +43,11 @@ def model_records(specs: Iterable[ModelSpec]) -> list[dict]:
 
 def dive_record(spec: ModelSpec, modules: dict) -> dict:
     """The deep dive's numbers: its record's details at the usual contexts, and its structure."""
-    details = details_record(spec, report_record(spec), below_context(spec, DIVE_LENGTHS))
+    record = report_record(spec)
+    details = details_record(spec, record, below_context(spec, DIVE_LENGTHS))
     groups = module_groups(modules)
-    return {**details, "structure": structure_groups(spec), "modules": groups,
+    return {**details, "cache_sum": cache_sum(record), "structure": structure_groups(spec),
+            "modules": groups,
             "explain": explain_record(spec, groups)}
 
 

@@ -114,12 +114,39 @@ def kv_cache(arch: dict, dive: dict) -> str:
         cols += [("+ state bytes", lambda r: commas(r["state_bytes"]), "r"),
                  ("cache + state MiB", lambda r: mib(r["bytes"] + r["state_bytes"])
                   .removesuffix(" MiB"), "r")]
-    body = "\n".join(lines) + "\n\n" + table(kv["at_lengths"], cols)
+    body = "\n".join(lines) + "\n\n" + table(kv["at_lengths"], cols) + "\n\n" + \
+        cache_sum_text(dive["cache_sum"])
     note = dive["conventions"]["kv_cache"]
     if dive["state"]:
         note += "; " + dive["conventions"]["state"]
     title = "KV cache and state" if dive["state"] else "KV cache"
     return section(f"{title} ({kv['dtype']}, batch 1)", body, note)
+
+
+def cache_sum_text(s: dict) -> str:
+    """The comparison's three cache columns at one context, each as the sum it is."""
+    n = commas(s["seq_len"])
+    where = (f"beyond this model's {commas(s['max_seq_len'])}-token context, so `compare` marks "
+             "the row exceeds_context" if s["exceeds_context"] else
+             f"within this model's {commas(s['max_seq_len'])}-token context")
+    kv = [f"{layers_label(g)}: {commas(g['count'])} layer{'s' if g['count'] > 1 else ''} × "
+          f"{commas(g['tokens_held'])} tokens held × "
+          f"{commas(g['bytes_per_token'])} bytes per token = {commas(g['bytes'])}"
+          for g in s["kv_groups"]]
+    state = [f"{layers_label(g)} ({g['kind']}): {commas(g['count'])} layer"
+             f"{'s' if g['count'] > 1 else ''} × {commas(g['bytes_per_layer'])} bytes ("
+             + " + ".join(f"{k} {commas(b)}" for k, b in g["bytes_by_part"].items())
+             + f") = {commas(g['count'] * g['bytes_per_layer'])}" for g in s["state_groups"]]
+    lines = [f"**At {n} tokens** (`archscope compare --seq-len {s['seq_len']}`, {where}; "
+             f"{s['kv_dtype']}, one sequence):", "",
+             f"- kv_cache_bytes = {commas(s['kv_cache_bytes'])}"
+             + ("" if kv else " (no layer caches per token)")]
+    lines += [f"  - {t}" for t in kv]
+    lines.append(f"- state_bytes = {commas(s['state_bytes'])}"
+                 + ("" if state else " (no layer holds a constant state)"))
+    lines += [f"  - {t}" for t in state]
+    lines.append(f"- cache_bytes = kv_cache_bytes + state_bytes = {commas(s['cache_bytes'])}")
+    return "\n".join(lines)
 
 
 def flops(dive: dict) -> str:
