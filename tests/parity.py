@@ -318,3 +318,30 @@ def reference_experts(model) -> None:
     for module in model.modules():
         if isinstance(module, RoutedExperts):
             module.path = "reference"
+
+
+def their_cache_per_layer(cache) -> list[dict]:
+    """What transformers' own cache object holds after a forward, per decoder layer: the
+    tensors it keeps for the keys and values (and a DSA indexer's keys) ({'kv_bytes',
+    'tokens'}: bytes and tokens held)
+    and for a constant state ({'state_bytes'}: conv windows, recurrent matrices...). A layer
+    object's tensor attributes are read by their names: keys/values are the per-token cache,
+    any other floating-point tensor a state."""
+    out = []
+    for layer in cache.layers:
+        kv, state, tokens = 0, 0, 0
+        for name, value in vars(layer).items():
+            tensors = (list(value.values()) if isinstance(value, dict)
+                       else list(value) if isinstance(value, (list, tuple)) else [value])
+            for t in tensors:
+                # integer tensors are bookkeeping (a sliding layer's count of tokens seen)
+                if not isinstance(t, torch.Tensor) or t.numel() == 0 or \
+                        not t.is_floating_point():
+                    continue
+                if name in ("keys", "values", "indexer_keys"):  # DSA's indexer keys: per token
+                    kv += t.nbytes
+                    tokens = t.shape[-2] if name == "keys" else tokens
+                else:
+                    state += t.nbytes
+        out.append({"kv_bytes": kv, "tokens": tokens, "state_bytes": state})
+    return out

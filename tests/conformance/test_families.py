@@ -6,7 +6,7 @@ standard checks against transformers' own class built from the same config.json:
 - prefill logits on the same weights (fp32, under the case's tolerance);
 - 12+ cached decode steps that cross any window or chunk, against the full-sequence logits;
 - the cache: what archscope's holds after a real prefill = the estimate (per-token KV and a
-  hybrid's per-sequence state);
+  hybrid's per-sequence state), and so does transformers' own cache object, per layer;
 - prefill FLOPs: FlopCounterMode over transformers' eager model = the estimate (full attention
   squares), less any difference the case documents;
 - the config round trip: the spec written as a config.json, through transformers, reads back as
@@ -39,7 +39,7 @@ from archscope.spec.families.registry import find
 from archscope.weights import hf_to_ours, ours_to_hf, table_for
 from family_cases import FAMILY_CASES, FamilyCase
 from hf_configs import network, through_transformers
-from parity import (active_params_from_modules, decode_stepwise, hf_decode_stepwise,
+from parity import (active_params_from_modules, decode_stepwise, hf_decode_stepwise, their_cache_per_layer,
                     held_cache_bytes, max_diff, ours_loads_there, randomised, theirs_loads_here)
 
 BATCH, PREFILL, STEPS = 2, 5, 13  # 13 cached decode steps after a 5-token prefill
@@ -197,3 +197,26 @@ def test_the_weight_table_round_trips_tensor_for_tensor(built):
     back = ours_to_hf(table_for(_text_type(built.case)), built.ours.state_dict())
     assert set(back) == set(theirs)
     assert all(torch.equal(back[k], theirs[k]) for k in theirs)
+
+
+def test_transformers_own_cache_holds_what_the_estimate_counts(built):
+    """After the same prefill, transformers' cache object: each attention layer's keys and
+    values take the estimate's bytes per token (MLA's latent and shared RoPE key, as
+    transformers caches them) for every token it holds, and each state-mixer
+    layer's state the estimate's bytes. (How many tokens a windowed layer keeps is
+    transformers' policy, window - 1 in its dynamic cache, so it is read, not compared.)"""
+    from archscope.estimate.kv_cache import kv_elements_per_token
+    from archscope.estimate.state import state_bytes_by_layer
+
+    with torch.no_grad():
+        cache = built.hf(built.ids, use_cache=True).past_key_values
+    theirs = their_cache_per_layer(cache)
+    states = state_bytes_by_layer(built.spec, "fp32")
+    assert len(theirs) == built.spec.n_layers
+    for layer, held in zip(built.spec.plan, theirs):
+        expected_state = BATCH * sum(states.get(layer.index, {}).values())
+        per_token = (4 * BATCH * kv_elements_per_token(layer.attention)
+                     if layer.attention is not None else 0)
+        assert (held["state_bytes"], held["kv_bytes"]) == \
+            (expected_state, per_token * held["tokens"]), layer.index
+        assert (held["tokens"] > 0) == (layer.attention is not None), layer.index
