@@ -4,8 +4,8 @@ One module per family of commands: models.py (list, show, compare), runs.py (pro
 make-checkpoint), documents.py (report, check-claims), hardware.py (hardware), fit.py (fit),
 sweep.py (sweep), sharded.py (plan, profile --tp/--ep); options.py holds
 the options they share.
-Exit codes: 0 success, 2 usage or bad input (one-paragraph message, no traceback), 1 anything
-unexpected.
+Exit codes: 0 success, 2 usage or bad input (one-paragraph message, no traceback) or a
+command that needs the `full` extra in a light install (one line), 1 anything unexpected.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ from archscope.cli.group import cli
 from archscope.errors import InputError
 
 EXIT_BAD_INPUT = 2
+# what `pip install -e .` leaves out and the `full` extra adds (pyproject.toml), by import name:
+# building, verifying, profiling, checkpoints, config.json defaults, families, reports
+FULL_EXTRA = frozenset({"torch", "transformers", "accelerate", "safetensors", "tokenizers",
+                        "pandas", "matplotlib", "numpy", "huggingface_hub"})
 
 
 @contextmanager
@@ -119,6 +123,15 @@ def main(argv=None) -> None:
         sys.exit(err.exit_code)
     except click.exceptions.Exit as err:
         sys.exit(err.exit_code)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in FULL_EXTRA:
+            raise
+        command = next((a for a in (argv if argv is not None else sys.argv[1:])
+                        if not a.startswith("-")), "")
+        click.echo(f"error: `archscope {command}` needs {err.name.split('.')[0]}, which the light "
+                   "install leaves out: pip install -e \".[full]\" (or pip install "
+                   "\"archscope[full]\") adds it", err=True)
+        sys.exit(EXIT_BAD_INPUT)
 
 
 __all__ = ["cli", "main", "EXIT_BAD_INPUT"]
