@@ -78,6 +78,8 @@ LAYERS: dict[str, set[str] | str] = {
     "distributed": {"nn", "estimate", "measure", "weights", "kinds", "spec", "devices"} | PURE,
     "claims": {"estimate", "kinds", "spec"} | PURE,
     "report": {"estimate", "measure", "claims", "kinds", "spec", "hardware"} | PURE,
+    # the Python API: the analytic commands' code, which the CLI calls (no torch)
+    "api": {"estimate", "spec", "hardware"} | PURE,
     "cli": ANY,
 }
 

@@ -66,14 +66,12 @@ def fit_cmd(model, gpu, n_gpus, weight_format, kv_dtype, context, batch, gpu_mem
     if gpu is None:
         _catalog(spec, weight_format, context, fmt)
         return
-    from archscope.estimate.fit import Setup, fit
-    from archscope.hardware import get_hardware
+    from archscope.api import fit
 
-    setup = Setup(n_gpus=n_gpus or tp or 1, tp=tp, ep=ep, weight_format=weight_format or "bf16",
-                  kv_dtype=kv_dtype, context=context, batch=batch,
-                  gpu_memory_utilization=gpu_memory_utilization,
-                  bandwidth_fraction=bandwidth_fraction, compute_fraction=compute_fraction)
-    result = fit(spec, get_hardware(gpu), setup)
+    result = fit(spec, gpu, n_gpus=n_gpus, tp=tp, ep=ep, weight_format=weight_format or "bf16",
+                 kv_dtype=kv_dtype, context=context, batch=batch,
+                 gpu_memory_utilization=gpu_memory_utilization,
+                 bandwidth_fraction=bandwidth_fraction, compute_fraction=compute_fraction)
     if fmt == "json":
         _echo_json(result.row())
     else:

@@ -9,10 +9,9 @@ import click
 
 from archscope.cli.group import cli
 from archscope.cli.fit import gpu_option
+from archscope.api import compare_rows, labelled_row, load_labelled
 from archscope.cli.options import (_echo_json, _estimate_options, _record, _set_option,
-                                   format_option, labelled_row, seq_len_option,
-                                   split_model_overrides)
-from archscope.errors import InputError, shorten
+                                   format_option, seq_len_option)
 
 
 def _show_counted_by_transformers(model, refusal, fmt) -> None:
@@ -159,21 +158,15 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
       archscope compare deepseek-v2 --mla-flops recompute --format json
       archscope compare llama-3.1-8b qwen3-8b --gpu h100-sxm --seq-len 32768
     """
-    from archscope.spec import preset_names
-
-    specs, records = [], []
-    for arg in models or preset_names():
-        spec, applied = _load_labelled(arg, overrides)
-        specs.append(spec)
-        records.append(labelled_row(_record(spec, seq_len, batch, dtype, kv_dtype,
-                                            attention_flops, mla_flops).row(), applied))
+    records = compare_rows(models or None, seq_len, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
+                           attention_flops=attention_flops, mla_flops=mla_flops,
+                           overrides=overrides, gpu=gpu)
     if verify:
         from archscope.measure.counted import counted_params
+        from archscope.spec import preset_names
 
-        for spec, record in zip(specs, records):
-            record["params_counted"] = counted_params(spec)
-    if gpu:
-        _add_fits(specs, records, gpu, seq_len, batch, dtype, kv_dtype)
+        for arg, record in zip(models or preset_names(), records):
+            record["params_counted"] = counted_params(load_labelled(arg, overrides)[0])
     if fmt == "json":
         _echo_json(records)
     else:
@@ -190,33 +183,6 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
                    f"{r['params_counted']:,}", err=True)
     if wrong:
         sys.exit(1)
-
-
-def _add_fits(specs, records, gpu, seq_len, batch, dtype, kv_dtype) -> None:
-    """Each record's `fit`: the model on one `gpu` at the row's conventions (estimate/fit.py);
-    every fit is computed before anything is printed."""
-    from archscope.estimate.fit import Setup, fit
-    from archscope.hardware import get_hardware
-
-    hw = get_hardware(gpu)
-    setup = Setup(weight_format=dtype, kv_dtype=kv_dtype, context=seq_len, batch=batch)
-    for spec, record in zip(specs, records):
-        record["fit"] = fit(spec, hw, setup).row()
-
-
-def _load_labelled(arg: str, overrides) -> tuple:
-    """(spec, the overrides applied: --set's then the argument's own); an error names the
-    model it came from."""
-    from archscope.spec import load_spec
-
-    model, own = split_model_overrides(arg)
-    applied = [*overrides, *own]
-    try:
-        return load_spec(model, applied), applied
-    except InputError as err:
-        if str(err).startswith(f"{model}:"):  # it names the model already
-            raise
-        raise InputError(f"{shorten(arg, 120)}: {err}") from None
 
 
 @cli.command()
@@ -238,12 +204,10 @@ def diff(a, b, overrides, seq_len, fmt):
       archscope diff llama-3.2-1b llama-3.2-1b:attention.n_kv_heads=32 --seq-len 32768
       archscope diff mistral-7b-v0.1 path/to/config.json --format json
     """
-    from archscope.estimate.diff import diff_dict, spec_diff
-    from archscope.cli.options import model_label
+    from archscope.api import diff as spec_diff
+    from archscope.estimate.diff import diff_dict
 
-    (spec_a, set_a), (spec_b, set_b) = _load_labelled(a, overrides), _load_labelled(b, overrides)
-    d = spec_diff(spec_a, spec_b, seq_len, model_label(spec_a.name, set_a),
-                  model_label(spec_b.name, set_b))
+    d = spec_diff(a, b, seq_len, overrides=overrides)
     if fmt == "json":
         _echo_json(diff_dict(d))
     else:

@@ -186,35 +186,3 @@ def _record(spec, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, l
                         cache_dtype=kv_dtype, attention_flops=attention_flops,
                         mla_flops=mla_flops)
 
-
-def split_model_overrides(arg: str) -> tuple[str, list[str]]:
-    """'MODEL:KEY=VALUE[,KEY=VALUE...]' -> (MODEL, ['KEY=VALUE', ...]).
-
-    The split is on the last ':' before the first '=' (so a path may hold ':' earlier); an
-    argument with no '=' or no such ':' is a plain MODEL. Values cannot contain ','.
-    """
-    head = arg.split("=", 1)[0]
-    if "=" not in arg or ":" not in head:
-        return arg, []
-    cut = head.rindex(":")
-    model, rest = arg[:cut], arg[cut + 1:]
-    if not model:
-        raise InputError(f"{arg}: expected MODEL:KEY=VALUE[,KEY=VALUE...]")
-    return model, rest.split(",")
-
-
-def model_label(name: str, overrides) -> str:
-    """How a row of `compare` names a model: 'llama-3.2-1b' or 'llama-3.2-1b:n_layers=2,...'."""
-    overrides = list(overrides)
-    return f"{name}:{','.join(overrides)}" if overrides else name
-
-
-def labelled_row(row: dict, overrides) -> dict:
-    """A record's row (compare's element, show's `record`) named by its label; with what-ifs,
-    also `overrides`, the key=value strings applied in order (absent for a model as shipped,
-    so such a row is exactly `ModelRecord.row`)."""
-    overrides = list(overrides)
-    if not overrides:
-        return row
-    return {"model": model_label(row["model"], overrides), "overrides": overrides,
-            **{k: v for k, v in row.items() if k != "model"}}

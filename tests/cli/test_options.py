@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from archscope.cli.options import model_label, split_model_overrides
+from archscope.api import model_label, split_model_overrides
 from archscope.errors import InputError
 
 
