@@ -52,8 +52,9 @@ PACKAGE = "archscope"
 MAX_LINES = 300
 
 ANY = "*"
-PURE = {"errors", "units", "writes", "reads", "interrupts"}  # stdlib-only leaves: error types,
-# numbers, safe writes, safe reads, signals while writing
+PURE = {"errors", "units", "writes", "reads", "interrupts", "tables"}  # leaves (stdlib, and
+# tabulate for tables): error types, numbers, safe writes, safe reads, signals while writing,
+# markdown and CSV tables
 # unit -> the units it may import besides itself; lower layers first. To add a subpackage, add a
 # row here (and its name to the rows of the units that may use it).
 LAYERS: dict[str, set[str] | str] = {
@@ -63,6 +64,7 @@ LAYERS: dict[str, set[str] | str] = {
     # stdlib only: destination checks, atomic writes
     "writes": {"errors", "interrupts", "reads"},
     "reads": {"errors"},  # stdlib only: regular files within a size limit, never blocking
+    "tables": set(),  # tabulate and csv: rows -> markdown or CSV
     "devices": {"errors"},  # torch/psutil only: device names and free memory
     "spec": PURE,  # no torch: YAML and config.json <-> ModelSpec
     "kinds": {"spec"} | PURE,  # names torch modules by import path, never imports them

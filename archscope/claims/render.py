@@ -1,4 +1,4 @@
-"""Claim results -> markdown (via pandas) or a plain text table. Pure: strings out, nothing
+"""Claim results -> markdown (archscope.tables) or a plain text table. Pure: strings out, nothing
 written."""
 
 from __future__ import annotations
@@ -59,10 +59,9 @@ def claim_rows(claims: list[ClaimResult]) -> list[dict]:
 def _markdown(rows: list[dict]) -> str:
     """A pipe table, with tabulate's column padding squeezed out: hundreds of rows padded to
     the longest note would make the report several times larger for no reader's benefit."""
-    import pandas as pd
+    from archscope.tables import markdown_table
 
-    frame = pd.DataFrame([{k: _cell(v) for k, v in row.items()} for row in rows])
-    table = frame.to_markdown(index=False, disable_numparse=True)
+    table = markdown_table([{k: _cell(v) for k, v in row.items()} for row in rows])
     return "\n".join(re.sub(r"\|:?-+:?(?=\|)", "|---", re.sub(r" {2,}\|", " |", line))
                      for line in table.splitlines())
 

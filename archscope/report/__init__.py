@@ -1,1 +1,1 @@
-"""Records -> pandas tables -> markdown/text; figures; mermaid diagrams. Pure: nothing is written."""
+"""Records -> tables (archscope.tables) -> markdown/text; figures; mermaid diagrams. Pure: nothing is written."""

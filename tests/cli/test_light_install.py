@@ -32,6 +32,9 @@ from archscope.cli import main
 main(sys.argv[2:])
 """
 LIGHT = [["list"], ["show", "llama-3.2-1b"], ["compare", "llama-3.2-1b", "qwen3-8b"],
+         ["compare", "llama-3.2-1b", "--format", "markdown"],
+         ["compare", "llama-3.2-1b", "--format", "csv"],
+         ["check-claims", "DOC", "--format", "markdown"],
          ["compare", "llama-3.2-1b", "--gpu", "h100-sxm"],
          ["fit", "llama-3.1-8b", "--gpu", "h100-sxm"],
          ["sweep", "llama-3.2-1b", "--grid", "n_layers=8,16"],
@@ -65,7 +68,7 @@ def test_the_cli_names_every_module_of_the_full_extra():
     assert _extra() <= FULL_EXTRA
 
 
-@pytest.mark.parametrize("args", LIGHT, ids=lambda a: " ".join(a[:2]))
+@pytest.mark.parametrize("args", LIGHT, ids=lambda a: " ".join(a))
 def test_a_light_command_runs_without_the_full_extra(args, tmp_path):
     light = _run(args, _extra() | {"numpy", "huggingface_hub"}, tmp_path)
     assert light.returncode == 0, light.stderr

@@ -1,13 +1,12 @@
-"""Rows -> pandas DataFrame -> GitHub markdown, and the small pieces every report page shares."""
+"""Rows -> GitHub markdown (archscope.tables), and the small pieces every report page shares."""
 
 from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-import pandas as pd
-
 from archscope.report.fmt import (DASH, flops_text, layers_label, num, or_dash,  # noqa: F401
                                   sci, yes_no)  # (re-exported: the pages' shared pieces)
+from archscope.tables import markdown_table
 
 # (column title, cell text of a row, "l" or "r")
 Column = tuple[str, Callable[[dict], str], str]
@@ -20,9 +19,8 @@ def table(rows: Iterable[dict], columns: Sequence[Column]) -> str:
     """A markdown table; cells are already strings (numparse off, so nothing is reformatted)."""
     titles = [title for title, _, _ in columns]
     cells = [{title: escape(cell(row)) for title, cell, _ in columns} for row in rows]
-    frame = pd.DataFrame(cells, columns=titles)
     align = ["right" if a == "r" else "left" for _, _, a in columns]
-    return frame.to_markdown(index=False, disable_numparse=True, colalign=align)
+    return markdown_table(cells, titles, colalign=align)
 
 
 def escape(text: str) -> str:

@@ -1,12 +1,13 @@
 """`archscope compare`: summary records -> rows -> table, markdown or CSV text.
 
-The default table is rendered without pandas, whose import alone would double the command's
-time; markdown and CSV go through a DataFrame.
+Tables go through archscope.tables (tabulate and csv), never pandas, whose import alone would
+double the command's time and which the light install lacks.
 """
 
 from __future__ import annotations
 
 from archscope.report.fmt import human, mb, mib, text_table
+from archscope.tables import csv_text, markdown_table
 
 # (column title, record key, formatter for people)
 COLUMNS = (
@@ -62,9 +63,6 @@ def render(records: list[dict], fmt: str) -> str:
         cells = [list(rows[0])] + [list(row.values()) for row in rows]
         right = set(range(1, len(cells[0]))) - {4}  # numbers right, names and kinds left
         return "\n".join(text_table(cells, right, indent="")) + "\n\n" + footnote(records) + "\n"
-    import pandas as pd
-
     if fmt == "csv":
-        return pd.DataFrame.from_records(records).to_csv(index=False)
-    frame = pd.DataFrame(people_rows(records))
-    return frame.to_markdown(index=False, disable_numparse=True) + "\n\n" + footnote(records) + "\n"
+        return csv_text(records)
+    return markdown_table(people_rows(records)) + "\n\n" + footnote(records) + "\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from archscope.report.fmt import text_table
 from archscope.report.terminal import compare
+from archscope.tables import csv_text, markdown_table
 
 # (column title, fit key, formatter for people)
 FIT_COLUMNS = (
@@ -47,11 +48,8 @@ def render(records: list[dict], fmt: str) -> str:
         cells = [list(rows[0])] + [list(row.values()) for row in rows]
         right = set(range(1, len(cells[0]))) - {4}
         return "\n".join(text_table(cells, right, indent="")) + "\n\n" + _footnote(records) + "\n"
-    import pandas as pd
-
     if fmt == "csv":
-        flat = [{**{k: v for k, v in r.items() if k != "fit"},
-                 **{f"fit_{k}": r["fit"][k] for k in ("gpu", *CSV_KEYS)}} for r in records]
-        return pd.DataFrame.from_records(flat).to_csv(index=False)
-    frame = pd.DataFrame(_people(records))
-    return frame.to_markdown(index=False, disable_numparse=True) + "\n\n" + _footnote(records) + "\n"
+        return csv_text([{**{k: v for k, v in r.items() if k != "fit"},
+                          **{f"fit_{k}": r["fit"][k] for k in ("gpu", *CSV_KEYS)}}
+                         for r in records])
+    return markdown_table(_people(records)) + "\n\n" + _footnote(records) + "\n"
