@@ -79,6 +79,14 @@ def _qwen3_next_gap(spec, batch: int, tokens: int) -> int:
                                           - padded)
 
 
+def _rglru_gap(spec, batch: int, tokens: int) -> int:
+    """transformers' RecurrentGemma conv pads K-1 columns on both ends and keeps T of its T+K-1
+    outputs: per recurrent layer 2 * batch * lru_width * K * (K - 1) FLOPs the estimate does not
+    count (the RG-LRU's scan is elementwise on both sides: tests/nn/test_rglru.py)."""
+    m = spec.mixer
+    return -_mamba_layers(spec) * 2 * batch * m.lru_width * m.conv_kernel * (m.conv_kernel - 1)
+
+
 def _every_expert_runs(spec, batch: int, tokens: int) -> int:
     """transformers' Llama4TextExperts runs every expert on every token (the unchosen ones on a
     zero-weighted input); the estimate counts top_k (tests/nn/test_llama4.py)."""
@@ -452,4 +460,11 @@ FAMILY_CASES = [
                                 scale_emb=3.0, scale_depth=1.4, dim_model_base=16,
                                 attention_bias=True, **NO_IDS)),
     FamilyCase("apertus", dict(SHAPE, attention_bias=True, hidden_act="xielu")),
+    # Griffin: recurrent, attention, recurrent (block_types cycled), MQA windowed to 6 tokens,
+    # an RG-LRU narrower than the model (lru_width 48), soft-capped logits
+    FamilyCase("recurrent_gemma", dict(SHAPE, num_hidden_layers=3, num_key_value_heads=1,
+                                       lru_width=48, attention_window_size=6, conv1d_width=4,
+                                       block_types=["recurrent", "attention"],
+                                       logits_soft_cap=5.0, attention_bias=True),
+               flops_gap=_rglru_gap),
 ]
