@@ -52,6 +52,11 @@ class RglruSpec:
         return self.lru_width // self.n_heads
 
     @property
+    def conv_dim(self) -> int:
+        """Channels of the depthwise conv: the x branch, lru_width."""
+        return self.lru_width
+
+    @property
     def conv_columns(self) -> int:
         """Inputs the conv state keeps: conv_kernel - 1 (the newest input comes with the step;
         transformers' conv1d_state is [B, lru_width, conv1d_width - 1])."""

@@ -54,7 +54,7 @@ class FamilyCase:
 
 
 def dropped_conv_outputs(layers_of_spec: Callable) -> Callable:
-    """transformers' causal conv (Mamba-2, Gated DeltaNet) pads K-1 columns on both ends and
+    """transformers' causal conv (Mamba-2, Gated DeltaNet, the RG-LRU) pads K-1 columns on both ends and
     keeps T of its T+K-1 outputs: per such layer 2 * batch * conv_dim * K * (K - 1) FLOPs the
     estimate does not count (tests/nn/test_mamba2_mixer.py::test_flops)."""
     def gap(spec, batch: int, tokens: int) -> int:
@@ -77,14 +77,6 @@ def _qwen3_next_gap(spec, batch: int, tokens: int) -> int:
     padded = 2 * (m.conv_kernel - 1) * m.conv_kernel * m.conv_dim
     return _mamba_layers(spec) * batch * (gdn.prefill_flops(m, spec.d_model, tokens)["ut_solve"]
                                           - padded)
-
-
-def _rglru_gap(spec, batch: int, tokens: int) -> int:
-    """transformers' RecurrentGemma conv pads K-1 columns on both ends and keeps T of its T+K-1
-    outputs: per recurrent layer 2 * batch * lru_width * K * (K - 1) FLOPs the estimate does not
-    count (the RG-LRU's scan is elementwise on both sides: tests/nn/test_rglru.py)."""
-    m = spec.mixer
-    return -_mamba_layers(spec) * 2 * batch * m.lru_width * m.conv_kernel * (m.conv_kernel - 1)
 
 
 def _every_expert_runs(spec, batch: int, tokens: int) -> int:
@@ -466,5 +458,5 @@ FAMILY_CASES = [
                                        lru_width=48, attention_window_size=6, conv1d_width=4,
                                        block_types=["recurrent", "attention"],
                                        logits_soft_cap=5.0, attention_bias=True),
-               flops_gap=_rglru_gap),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]
