@@ -188,3 +188,39 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate():
     assert theirs.config.layers_block_type.count("sliding_attention") == 12
     assert [layer.layer_type for layer in spec.plan] == theirs.config.layers_block_type
     assert theirs.config.head_dim == spec.attention.head_dim == 256
+
+
+_CONFIG = dict(model_type="recurrent_gemma", vocab_size=97, hidden_size=64, num_hidden_layers=3,
+               intermediate_size=96, num_attention_heads=4, num_key_value_heads=1, lru_width=48,
+               attention_window_size=6, conv1d_width=4, block_types=["recurrent", "attention"])
+
+
+@pytest.mark.parametrize("changes, key", [
+    (dict(block_types=["recurrent", "mlp"]), "block_types[1]"),
+    (dict(block_types=[]), "block_types"),
+    (dict(lru_width=50), "num_attention_heads"),  # 4 gate blocks cannot split 50 channels
+    (dict(rope_parameters=dict(rope_type="linear", rope_theta=1e4, factor=2.0)),
+     "rope_parameters.rope_type"),
+    (dict(logits_soft_cap=0.0), "logits_soft_cap"),  # transformers would divide by it
+])
+def test_the_reader_refuses_what_the_class_cannot_run_naming_the_key(changes, key):
+    from archscope.errors import SpecError
+    from archscope.spec.hf_import import mapping_from_raw
+
+    with pytest.raises(SpecError) as err:
+        mapping_from_raw({**_CONFIG, **changes}, "config.json", "t", "test")
+    assert err.value.key == key
+
+
+def test_the_reader_without_max_position_embeddings_takes_the_window():
+    """RecurrentGemmaConfig has no max_position_embeddings: the window, noted as defaulted."""
+    from archscope.spec import ModelSpec
+    from archscope.spec.fields import from_mapping
+    from archscope.spec.hf_import import mapping_from_raw
+
+    mapping = mapping_from_raw(dict(_CONFIG), "config.json", "t", "test")
+    assert mapping["max_seq_len"] == mapping["attention"]["window"] == 6
+    spec = from_mapping(ModelSpec, {**mapping, "name": "t", "source": "test"})
+    assert [layer.layer_type for layer in spec.plan] == \
+        ["linear_attention", "sliding_attention", "linear_attention"]
+    assert spec.ffn.d_ff == 48 and spec.mixer.lru_width == 48  # intermediate_size // 2

@@ -36,10 +36,10 @@ import struct
 from archscope.errors import SpecError
 from archscope.spec.families.base import rules
 from archscope.spec.families.gemma3 import _HF_ACT
+from archscope.spec.families.gpt_oss import sliding_select
 from archscope.spec.families.llama import LLAMA
 from archscope.spec.hf_keys import Keys, what
-from archscope.spec.hf_readers_base import (PARTIAL, _act, _rope, _select, class_default,
-                                           rotary_fraction)
+from archscope.spec.hf_readers_base import PARTIAL, _act, _rope, class_default, rotary_fraction
 from archscope.spec.hf_writers_base import rope_parameters
 from archscope.spec.rglru import HF_KEYS as MIXER_KEYS
 from archscope.spec.schema import ModelSpec
@@ -121,7 +121,7 @@ def read(c: Keys) -> dict:
     if len(attends) == n:  # no recurrent layer: a plain local-attention stack
         del out["mixer"]
     elif attends:
-        out["layers"] = [{"select": _select(attends), "mixer": "attention"}]
+        out["layers"] = [{"select": sliding_select(attends, n), "mixer": "attention"}]
     return out
 
 
