@@ -224,3 +224,32 @@ def test_the_reader_without_max_position_embeddings_takes_the_window():
     assert [layer.layer_type for layer in spec.plan] == \
         ["linear_attention", "sliding_attention", "linear_attention"]
     assert spec.ffn.d_ff == 48 and spec.mixer.lru_width == 48  # intermediate_size // 2
+
+
+@pytest.mark.parametrize("changes, key", [
+    (dict(n_heads=3), "n_heads"),  # 100 channels in 3 blocks
+    (dict(conv_kernel=0), "conv_kernel"),
+    (dict(activation="relu2"), "activation"),
+])
+def test_a_bad_mixer_spec_names_its_key(changes, key):
+    from archscope.errors import SpecError
+
+    with pytest.raises(SpecError) as err:
+        griffin(mixer={**MIXER, **changes})
+    assert err.value.key.endswith(key)
+
+
+def test_a_kernel_of_one_keeps_no_conv_column():
+    """conv1d_width 1: the conv reads only the new input, so the state keeps no column (and
+    decoding through the cache still equals the full pass)."""
+    from archscope.nn import build_model
+
+    spec = griffin(mixer={**MIXER, "conv_kernel": 1})
+    model = build_model(spec, seed=2)
+    ids = torch.randint(0, 97, (2, 12), generator=torch.Generator().manual_seed(3))
+    cache = model.new_cache(2, 12)
+    with torch.no_grad():
+        whole = model(ids)
+        steps = [model(ids[:, :5], cache)] + [model(ids[:, i:i + 1], cache) for i in range(5, 12)]
+    assert max_diff(torch.cat(steps, dim=1), whole) < 1e-5
+    assert cache.state_nbytes() == state_bytes(spec, 2, "fp32") == 2 * 3 * 100 * 4
