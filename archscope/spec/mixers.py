@@ -1,5 +1,5 @@
 """The state mixers a layer may have in place of attention, and the word for each layer's
-choice (DESIGN.md section 2): attention, a state mixer (`mamba2`, `gated_deltanet`), or none.
+choice (DESIGN.md section 2): attention, a state mixer (`mamba2`, `gated_deltanet`, `rglru`), or none.
 
 A state mixer keeps a constant-size state per sequence (a conv window and an SSM or recurrent
 matrix) instead of a per-token cache. A model names one state mixer, `mixer`, which is every
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
 from archscope.spec.mamba2 import Mamba2Spec
+from archscope.spec.rglru import RglruSpec
 
-StateMixerSpec = Mamba2Spec | GatedDeltaNetSpec
-STATE_KINDS = ("mamba2", "gated_deltanet")
+StateMixerSpec = Mamba2Spec | GatedDeltaNetSpec | RglruSpec
+STATE_KINDS = ("mamba2", "gated_deltanet", "rglru")
 # a layer override's `mixer:` values besides the model's state kind
 ATTENTION, NONE = "attention", "none"

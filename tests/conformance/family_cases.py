@@ -54,7 +54,7 @@ class FamilyCase:
 
 
 def dropped_conv_outputs(layers_of_spec: Callable) -> Callable:
-    """transformers' causal conv (Mamba-2, Gated DeltaNet) pads K-1 columns on both ends and
+    """transformers' causal conv (Mamba-2, Gated DeltaNet, the RG-LRU) pads K-1 columns on both ends and
     keeps T of its T+K-1 outputs: per such layer 2 * batch * conv_dim * K * (K - 1) FLOPs the
     estimate does not count (tests/nn/test_mamba2_mixer.py::test_flops)."""
     def gap(spec, batch: int, tokens: int) -> int:
@@ -452,4 +452,11 @@ FAMILY_CASES = [
                                 scale_emb=3.0, scale_depth=1.4, dim_model_base=16,
                                 attention_bias=True, **NO_IDS)),
     FamilyCase("apertus", dict(SHAPE, attention_bias=True, hidden_act="xielu")),
+    # Griffin: recurrent, attention, recurrent (block_types cycled), MQA windowed to 6 tokens,
+    # an RG-LRU narrower than the model (lru_width 48), soft-capped logits
+    FamilyCase("recurrent_gemma", dict(SHAPE, num_hidden_layers=3, num_key_value_heads=1,
+                                       lru_width=48, attention_window_size=6, conv1d_width=4,
+                                       block_types=["recurrent", "attention"],
+                                       logits_soft_cap=5.0, attention_bias=True),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]

@@ -20,6 +20,7 @@ _MAMBA2 = {"kind": "mamba2", "n_heads": 4, "head_dim": 8, "d_state": 8, "n_group
            "conv_kernel": 4, "chunk_size": 4}
 _GDN = {"kind": "gated_deltanet", "n_key_heads": 2, "n_value_heads": 4, "key_head_dim": 8,
         "value_head_dim": 8, "conv_kernel": 4}
+_RGLRU = {"kind": "rglru", "lru_width": 48, "n_heads": 4, "conv_kernel": 4}
 
 # id -> changes deep-merged over BASE (a mapping with a new `kind` replaces the old one)
 KIND_CASES = {
@@ -102,6 +103,9 @@ KIND_CASES = {
     "mla-half-split-rope": {"attention": {**_MLA, "rope_half_split": True}},
     # Apertus: a two-matrix MLP with xIELU (alpha_p, alpha_n learned per MLP)
     "mlp-xielu": {"ffn": {"kind": "mlp", "d_ff": 48, "activation": "xielu"}},
+    # Griffin: the RG-LRU recurrent block (wider than d_model) beside windowed MQA
+    "rglru-hybrid": {"mixer": _RGLRU, "attention": {"n_kv_heads": 1, "window": 6},
+                     "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 

@@ -83,7 +83,9 @@ def _shrink_ffn(f: dict) -> dict:
 # prompt spans three). The Gated DeltaNet keeps its 64: transformers' class has no key for it
 # and always scans in chunks of 64, so the export refuses another.
 _MIXER = {"mamba2": {"n_heads": 4, "head_dim": 8, "d_state": 8, "chunk_size": 4},
-          "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8}}
+          "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8},
+          # RecurrentGemma's gates have as many blocks as attention has heads (4 here)
+          "rglru": {"lru_width": 48, "n_heads": 4}}
 
 
 def _shrink_mixer(x: dict) -> dict:
@@ -128,6 +130,10 @@ def shrink(spec: ModelSpec) -> ModelSpec:
     mults = m.get("multipliers") or {}
     if mults.get("embedding") == spec.d_model ** 0.5:  # Gemma's sqrt(d_model): still that
         mults["embedding"] = m["d_model"] ** 0.5
+        if m.get("mixer", {}).get("kind") == "rglru":  # RecurrentGemma's is a bf16 buffer
+            from archscope.spec.families.recurrent_gemma import embedding_scale
+
+            mults["embedding"] = embedding_scale(m["d_model"])
     for override in m.get("layers", []):
         if "attention" in override:
             override["attention"] = _shrink_attention(override["attention"], heads)

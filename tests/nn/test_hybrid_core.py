@@ -24,6 +24,7 @@ MAMBA2 = dict(kind="mamba2", n_heads=8, head_dim=8, d_state=8, n_groups=2, conv_
               chunk_size=4)
 DELTANET = dict(kind="gated_deltanet", n_key_heads=2, n_value_heads=4, key_head_dim=8,
                 value_head_dim=8, conv_kernel=4, chunk_size=4)
+RGLRU = dict(kind="rglru", lru_width=48, n_heads=4, conv_kernel=4)
 # layer 1 attends, layer 2 has no FFN (a mixer-only block), layer 3 no mixer (MLP only)
 PATTERN = [dict(select=[1], mixer="attention"), dict(select=[2], ffn="none"),
            dict(select=[3], mixer="none")]
@@ -34,7 +35,7 @@ def hybrid(mixer: dict, **changes):
     return tiny_spec(n_layers=4, mixer=mixer, layers=PATTERN, **changes)
 
 
-@pytest.fixture(params=[MAMBA2, DELTANET], ids=["mamba2", "gated_deltanet"])
+@pytest.fixture(params=[MAMBA2, DELTANET, RGLRU], ids=["mamba2", "gated_deltanet", "rglru"])
 def spec(request):
     return hybrid(request.param)
 
@@ -85,7 +86,8 @@ def test_parameters_of_the_built_model_equal_the_estimate(spec):
         p.numel() for n, p in names.items() if ".mixer." in n)
 
 
-@pytest.mark.parametrize("mixer", [MAMBA2, DELTANET], ids=["mamba2", "gated_deltanet"])
+@pytest.mark.parametrize("mixer", [MAMBA2, DELTANET, RGLRU],
+                         ids=["mamba2", "gated_deltanet", "rglru"])
 def test_cached_decoding_equals_one_pass(mixer):
     """The prompt spans chunks of the scan; each later token runs the one-step recurrence."""
     model = build_model(hybrid(mixer), seed=3)
@@ -142,7 +144,12 @@ def test_flops_of_the_built_model_equal_the_estimate(spec):
     prefill = prefill_flops(spec, 10, BATCH, attention="full")
     solves = BATCH * sum(mixer_kind(layer.state.kind).scan_flops(layer.state, 10).get("ut_solve", 0)
                          for layer in spec.plan if layer.state)
-    assert prefill.by_component["mixer_state"] > 0
+    # the scan's own terms, for every state layer: Mamba-2's and the delta rule's matmuls; the
+    # RG-LRU's recurrence is elementwise and has none (kinds/rglru.py)
+    scans = [mixer_kind(layer.state.kind).scan_flops(layer.state, 10)
+             for layer in spec.plan if layer.state]
+    assert prefill.by_component["mixer_state"] == BATCH * sum(sum(s.values()) for s in scans)
+    assert (prefill.by_component["mixer_state"] > 0) == (spec.mixer.kind != "rglru")
     assert counted(lambda: model(ids)) == prefill.total - solves
     cache = model.new_cache(BATCH, 32)
     with torch.no_grad():
