@@ -46,11 +46,22 @@ class FamilyCase:
     # where the two differ by design: (spec, batch, tokens) -> FLOPs
     flops_gap: Callable | None = None
     prepare: Callable | None = None  # changes transformers' model before its weights are copied
+    # (transformers' model) -> {layer index: bytes of the state its modules hold}, where a
+    # class keeps its state in its modules, not in its cache object (RecurrentGemma's blocks);
+    # the conformance check then passes it a DynamicCache for the keys and values
+    module_state: Callable | None = None
     notes: dict = field(default_factory=dict)
 
     @property
     def id(self) -> str:
         return self.name or self.model_type
+
+
+def griffin_state(hf) -> dict[int, int]:
+    """RecurrentGemma's recurrent blocks: conv1d_state and rg_lru.recurrent_states."""
+    return {i: sum(t.nbytes for t in (layer.temporal_block.conv1d_state,
+                                      layer.temporal_block.rg_lru.recurrent_states))
+            for i, layer in enumerate(hf.model.layers) if hasattr(layer.temporal_block, "rg_lru")}
 
 
 def dropped_conv_outputs(layers_of_spec: Callable) -> Callable:
@@ -458,5 +469,5 @@ FAMILY_CASES = [
                                        lru_width=48, attention_window_size=6, conv1d_width=4,
                                        block_types=["recurrent", "attention"],
                                        logits_soft_cap=5.0, attention_bias=True),
-               flops_gap=dropped_conv_outputs(_mamba_layers)),
+               flops_gap=dropped_conv_outputs(_mamba_layers), module_state=griffin_state),
 ]

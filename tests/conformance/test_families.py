@@ -208,9 +208,16 @@ def test_transformers_own_cache_holds_what_the_estimate_counts(built):
     from archscope.estimate.kv_cache import kv_elements_per_token
     from archscope.estimate.state import state_bytes_by_layer
 
+    from archscope.measure.reference import cache_kwargs, returned_cache
+
+    passed = (transformers.DynamicCache(config=built.hf.config)
+              if built.case.module_state is not None else None)
     with torch.no_grad():
-        cache = built.hf(built.ids, use_cache=True).past_key_values
-    theirs = their_cache_per_layer(cache)
+        out = built.hf(built.ids, use_cache=True,
+                       **(cache_kwargs(built.hf, passed) if passed is not None else {}))
+    theirs = their_cache_per_layer(passed if passed is not None else returned_cache(out))
+    for i, held in (built.case.module_state(built.hf) if built.case.module_state else {}).items():
+        theirs[i]["state_bytes"] += held
     states = state_bytes_by_layer(built.spec, "fp32")
     assert len(theirs) == built.spec.n_layers
     for layer, held in zip(built.spec.plan, theirs):
