@@ -102,6 +102,9 @@ KIND_CASES = {
     "mla-half-split-rope": {"attention": {**_MLA, "rope_half_split": True}},
     # Apertus: a two-matrix MLP with xIELU (alpha_p, alpha_n learned per MLP)
     "mlp-xielu": {"ffn": {"kind": "mlp", "d_ff": 48, "activation": "xielu"}},
+    # Qwen3.5: the Gated DeltaNet's projections split (in_proj_qkv, _z, _b, _a)
+    "gated-deltanet-split-hybrid": {"mixer": {**_GDN, "projections": "split"},
+                                    "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 
