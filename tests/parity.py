@@ -318,3 +318,17 @@ def reference_experts(model) -> None:
     for module in model.modules():
         if isinstance(module, RoutedExperts):
             module.path = "reference"
+
+
+def their_cache_bytes(cache) -> tuple[int, int]:
+    """(KV bytes, state bytes) transformers' own cache object holds: its attention layers' keys
+    and values (exactly the tokens seen), its recurrent layers' conv_states and
+    recurrent_states (dicts of one entry each: one state per layer), in the dtypes it keeps."""
+    kv = [t for layer in cache.layers for t in (getattr(layer, "keys", None),
+                                                getattr(layer, "values", None))
+          if isinstance(t, torch.Tensor)]
+    states = [t for layer in cache.layers
+              for held in (getattr(layer, "conv_states", {}), getattr(layer, "recurrent_states", {}))
+              for t in held.values() if isinstance(t, torch.Tensor)]
+    return (sum(t.numel() * t.element_size() for t in kv),
+            sum(t.numel() * t.element_size() for t in states))
