@@ -81,6 +81,8 @@ def test_what_qwen3_5_cannot_hold_names_the_key(name, change, key):
     ("linear_num_value_heads", 24),  # not a multiple of the 16 key heads
     ("linear_conv_kernel_dim", 0),
     ("intermediate_size", 0),
+    ("mtp_num_hidden_layers", -1),
+    ("mtp_num_hidden_layers", 10**9),  # beyond mtp_layers' limit
 ])
 def test_a_wrappers_bad_text_config_names_its_key(tmp_path, key, value):
     bad = {**PUBLISHED_0_8B, "text_config": {**TEXT_0_8B, key: value}}

@@ -97,15 +97,17 @@ _DELTANET = rules(*[row for row in QWEN3_NEXT_ROWS
 TEXT_WEIGHTS = QWEN3.weights + _DELTANET
 MOE_TEXT_WEIGHTS = tuple(r for r in QWEN3_NEXT.weights if not r.hf.endswith(_FUSED)) + _SPLIT
 _KEYS = QWEN3_NEXT.key_table(mtp_layers=_MTP)
+_FIELDS = QWEN3_NEXT.field_table(**{_MTP: "mtp_layers"})
 
 QWEN3_5_TEXT = QWEN3_NEXT.but(
     "qwen3_5_text", "Qwen3_5ForCausalLM", read=read_text, write=_write(_NOT_DENSE),
     exports=_claims(moe=False), ffns=("swiglu",), weights=TEXT_WEIGHTS, spec_keys=_KEYS,
+    key_fields=_FIELDS,
     names=("qwen",), doc="Qwen3-Next with split DeltaNet projections and a dense MLP")
 QWEN3_5_MOE_TEXT = QWEN3_NEXT.but(
     "qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", read=read_moe_text, write=_write(_NOT_MOE),
     exports=_claims(moe=True), ffns=("moe",), weights=MOE_TEXT_WEIGHTS,
-    per_expert=QWEN3_NEXT.per_expert, spec_keys=_KEYS, names=("qwen",),
+    per_expert=QWEN3_NEXT.per_expert, spec_keys=_KEYS, key_fields=_FIELDS, names=("qwen",),
     doc="Qwen3-Next with split DeltaNet projections, MoE on every layer, always renormalised")
 _VISION = ("model.visual.",)
 
