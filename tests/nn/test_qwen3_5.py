@@ -2,17 +2,20 @@
 RMSNorms, a dense MLP or a MoE on every layer) against transformers' Qwen3_5ForCausalLM and
 Qwen3_5MoeForCausalLM: logits over a prompt longer than one scan chunk of 64 (which the
 conformance cases' 18 tokens do not reach), then 14 cached decode steps, fp32; a negative
-control on the split projections' names; the state and KV bytes transformers' own cache object
+control on the split projections' names; decode FLOPs under FlopCounterMode; the state and KV bytes transformers' own cache object
 holds after a prefill against the estimate, in fp32 and under bf16 weights (the recurrent state
 kept in fp32, the conv window in the activations' dtype); the presets' parameters on meta.
 """
 
 import pytest
 import torch
+import transformers
+from torch.utils.flop_counter import FlopCounterMode
 
-from archscope.estimate import kv_cache_bytes
+from archscope.estimate import decode_flops, kv_cache_bytes
 from archscope.estimate.state import state_bytes
-from archscope.measure.reference import returned_cache
+from archscope.kinds import gated_deltanet as gdn
+from archscope.measure.reference import cache_kwargs, returned_cache
 from parity import (checked_preset, max_diff, slots_in_use_bytes, their_cache_bytes, tiny_spec,
                     twin_case)
 
@@ -88,6 +91,32 @@ def test_negative_control_b_and_a_swapped(setup):
             assert max_diff(ours(ids), reference) > 0.1
     finally:
         ours.load_state_dict(state)
+
+
+def test_decode_flops_against_transformers(setup):
+    """One cached step after the prefill: the estimate (the new token reads PREFILL + 1 keys,
+    the split projections' terms) against FlopCounterMode over transformers' step. Per DeltaNet
+    layer and sequence transformers' recurrent step writes state_read, state_write and output
+    as broadcast products and sums (no matmul the counter sees), and its conv computes two
+    outputs over the cached columns and the new one, keeping the last (one conv1d term more):
+    as for Qwen3-Next (test_qwen3_next.py)."""
+    kind, spec, hf, _, ids, _ = setup
+    batch = ids.shape[0]
+    extra = {"experts_implementation": "eager"} if kind == "moe" else {}
+    eager = transformers.AutoModelForCausalLM.from_config(
+        hf.config, attn_implementation="eager", **extra).eval()
+    eager.load_state_dict(hf.state_dict())
+    with torch.no_grad():
+        out = eager(ids[:, :PREFILL], use_cache=True)
+        with FlopCounterMode(display=False) as counter:
+            eager(ids[:, PREFILL:PREFILL + 1], **cache_kwargs(eager, returned_cache(out)),
+                  use_cache=True)
+    step = gdn.decode_flops(spec.mixer, spec.d_model)
+    assert {"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"} <= set(step)
+    unseen = step["state_read"] + step["state_write"] + step["output"] - step["conv1d"]
+    layers = sum(layer.state is not None for layer in spec.plan)
+    estimated = decode_flops(spec, PREFILL + 1, batch=batch).total
+    assert estimated - counter.get_total_flops() == layers * batch * unseen
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
