@@ -2,9 +2,10 @@
 RMSNorms, a dense MLP or a MoE on every layer) against transformers' Qwen3_5ForCausalLM and
 Qwen3_5MoeForCausalLM: logits over a prompt longer than one scan chunk of 64 (which the
 conformance cases' 18 tokens do not reach), then 14 cached decode steps, fp32; a negative
-control on the split projections' names; decode FLOPs under FlopCounterMode; the state and KV bytes transformers' own cache object
-holds after a prefill against the estimate, in fp32 and under bf16 weights (the recurrent state
-kept in fp32, the conv window in the activations' dtype); the presets' parameters on meta.
+control on the split projections' names; decode FLOPs under FlopCounterMode; the state and KV
+bytes transformers' own cache object holds after a prefill against the estimate, in fp32 and
+under bf16 weights (the recurrent state kept in fp32, the conv window in the activations'
+dtype); the presets' parameters on meta.
 """
 
 import pytest
