@@ -345,3 +345,8 @@ def their_cache_per_layer(cache) -> list[dict]:
                     state += t.nbytes
         out.append({"kv_bytes": kv, "tokens": tokens, "state_bytes": state})
     return out
+def their_cache_bytes(cache) -> tuple[int, int]:
+    """(KV bytes, state bytes) transformers' own cache object holds, all layers
+    (their_cache_per_layer summed)."""
+    layers = their_cache_per_layer(cache)
+    return sum(x["kv_bytes"] for x in layers), sum(x["state_bytes"] for x in layers)

@@ -30,11 +30,19 @@ def parts(g, d: int, prefix: str = "mixer") -> list[Part]:
         A_log         H_v
         norm          d_v                                  one weight shared by the heads
         out_proj      value_dim * d
+    (projections "split": in_proj_qkv d * conv_dim, in_proj_z d * value_dim, in_proj_b and
+    in_proj_a d * H_v each: the same total, Qwen3.5's names)
     """
     conv = Part(f"{prefix}.conv1d", g.conv_dim * g.conv_kernel, g.conv_dim * g.conv_kernel,
                 weights=(Weight("conv1d", "Conv1d", "weight", (g.conv_dim, 1, g.conv_kernel)),))
-    return [linear(f"{prefix}.in_proj_qkvz", d, g.qkvz_width),
-            linear(f"{prefix}.in_proj_ba", d, g.ba_width),
+    if g.projections == "split":
+        inputs = [linear(f"{prefix}.in_proj_{name}", d, width) for name, width in
+                  (("qkv", g.conv_dim), ("z", g.value_dim), ("b", g.n_value_heads),
+                   ("a", g.n_value_heads))]
+    else:
+        inputs = [linear(f"{prefix}.in_proj_qkvz", d, g.qkvz_width),
+                  linear(f"{prefix}.in_proj_ba", d, g.ba_width)]
+    return [*inputs,
             conv,
             *own_weights(prefix, "GatedDeltaNet", dict.fromkeys(("dt_bias", "A_log"),
                                                                 g.n_value_heads)),
@@ -151,9 +159,12 @@ def describe(g) -> str:
 
 def draw(g_, spec, g):
     d = commas(spec.d_model)
-    qkvz = g_.node("in_proj_qkvz", f"in_proj_qkvz<br/>{d} → q, k {g.n_key_heads}×{g.key_head_dim}"
+    split = g.projections == "split"
+    qkvz = g_.node("in_proj_qkvz", f"{'in_proj_qkv, in_proj_z' if split else 'in_proj_qkvz'}"
+                                   f"<br/>{d} → q, k {g.n_key_heads}×{g.key_head_dim}"
                                    f" | v, z {g.n_value_heads}×{g.value_head_dim}")
-    ba = g_.node("in_proj_ba", f"in_proj_ba<br/>{d} → b, a {g.n_value_heads} each")
+    ba = g_.node("in_proj_ba", f"{'in_proj_b, in_proj_a' if split else 'in_proj_ba'}<br/>"
+                               f"{d} → b, a {g.n_value_heads} each")
     conv = g_.node("conv", f"causal depthwise conv1d, {g.conv_kernel} taps, SiLU<br/>"
                            "over q, k, v; then L2-normalise q and k")
     state = g_.store("state", f"state per sequence<br/>conv {commas(g.conv_dim)}×{g.conv_kernel}"

@@ -8,6 +8,8 @@ Modules and parameters carry transformers' names (Qwen3NextGatedDeltaNet), so a 
                   heads_per_key value heads it serves (heads_per_key*value_head_dim each)
     in_proj_ba    d -> 2*n_value_heads, grouped the same way: per key head, b then a of its
                   value heads
+    (projections "split", Qwen3_5GatedDeltaNet: in_proj_qkv d -> [q | k | v], in_proj_z,
+    in_proj_b and in_proj_a, each head after head; the same arithmetic after the split)
     conv1d        depthwise causal conv over [q | k | v] (conv_dim channels, no bias), then silu
     dt_bias, A_log  per value head: decay g = -exp(A_log) * softplus(a + dt_bias)
     norm          RMSNorm over each value head's output, gated by silu(z) (one weight of
@@ -78,8 +80,14 @@ class GatedDeltaNet(nn.Module):
     def __init__(self, d_model: int, gdn: GatedDeltaNetSpec, eps: float):
         super().__init__()
         self.gdn = gdn
-        self.in_proj_qkvz = Linear(d_model, gdn.qkvz_width, bias=False)
-        self.in_proj_ba = Linear(d_model, gdn.ba_width, bias=False)
+        if gdn.projections == "split":
+            self.in_proj_qkv = Linear(d_model, gdn.conv_dim, bias=False)
+            self.in_proj_z = Linear(d_model, gdn.value_dim, bias=False)
+            self.in_proj_b = Linear(d_model, gdn.n_value_heads, bias=False)
+            self.in_proj_a = Linear(d_model, gdn.n_value_heads, bias=False)
+        else:
+            self.in_proj_qkvz = Linear(d_model, gdn.qkvz_width, bias=False)
+            self.in_proj_ba = Linear(d_model, gdn.ba_width, bias=False)
         # the module only holds the weight [conv_dim, 1, conv_kernel] under transformers' name;
         # forward pads causally itself from the state, so the conv has no padding of its own
         self.conv1d = nn.Conv1d(gdn.conv_dim, gdn.conv_dim, gdn.conv_kernel,
@@ -105,6 +113,10 @@ class GatedDeltaNet(nn.Module):
         """q, k [B, T, key_dim], v [B, T, value_dim], z [B, T, H_v, d_v], b and a [B, T, H_v]:
         the fused projections split per key head, then value heads laid end to end."""
         s, (batch, tokens, _) = self.gdn, x.shape
+        if s.projections == "split":  # already head after head
+            q, k, v = self.in_proj_qkv(x).split([s.key_dim, s.key_dim, s.value_dim], dim=-1)
+            z = self.in_proj_z(x).view(batch, tokens, s.n_value_heads, -1)
+            return q, k, v, z, self.in_proj_b(x), self.in_proj_a(x)
         dk, per_key = s.key_head_dim, s.heads_per_key * s.value_head_dim
         qkvz = self.in_proj_qkvz(x).view(batch, tokens, s.n_key_heads, -1)
         q, k, v, z = qkvz.split([dk, dk, per_key, per_key], dim=-1)

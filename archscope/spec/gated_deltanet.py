@@ -11,6 +11,11 @@ The layer: in_proj_qkvz gives q, k (n_key_heads x key_head_dim each), v and the 
 over q, k and v; the gated delta rule updates the state; an RMSNorm gated by silu(z) and
 out_proj return to d_model. Several value heads may share one key head (n_value_heads a
 multiple of n_key_heads), as GQA shares K/V heads.
+
+`projections` says how the input projections are laid out (the same weights, differently
+arranged and named): "fused" (Qwen3-Next) in_proj_qkvz and in_proj_ba, rows grouped per key
+head; "split" (Qwen3.5) in_proj_qkv (q of every key head, then k, then v), in_proj_z, in_proj_b
+and in_proj_a, each head after head. Parameters, FLOPs and the state are the same.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class GatedDeltaNetSpec:
     # tokens per chunk of the chunked prefill (a convention of the implementation, not a
     # weight): it changes the prefill's FLOPs and rounding, never the result in exact arithmetic
     chunk_size: int = DEFAULT_CHUNK
+    # the input projections' layout (module doc): no config.json key, the family says it
+    projections: Literal["fused", "split"] = "fused"
 
     def validate(self) -> None:
         positive(self, "n_key_heads", "n_value_heads", "key_head_dim", "value_head_dim",

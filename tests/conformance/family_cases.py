@@ -118,6 +118,13 @@ _MROPE = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [4, 2, 2],
           "mrope_interleaved": True}
 _QWEN3_VL_VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                         out_hidden_size=64, deepstack_visual_indexes=[0])
+_QWEN3_5_MIXER = dict(linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                      linear_value_head_dim=8, linear_conv_kernel_dim=4,
+                      full_attention_interval=2)
+_QWEN3_5_ROPE = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [2, 1, 1],
+                 "mrope_interleaved": True, "partial_rotary_factor": 0.5}
+_QWEN3_5_VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                       out_hidden_size=64)
 # LongRoPE over half of each 16-dim head (4 pairs) from an 8-token original context, so the
 # cached decode (5-token prefill, 13 steps) switches from the short factors to the long ones
 _LONGROPE = dict(rope_type="longrope", rope_theta=1e4, partial_rotary_factor=0.5,
@@ -470,4 +477,28 @@ FAMILY_CASES = [
                                        block_types=["recurrent", "attention"],
                                        logits_soft_cap=5.0, attention_bias=True),
                flops_gap=dropped_conv_outputs(_mamba_layers), module_state=griffin_state),
+    # Qwen3.5: Qwen3-Next's text model with split DeltaNet projections (in_proj_qkv, _z, _b,
+    # _a), a dense MLP or a MoE on every layer (always renormalised), interleaved M-RoPE over
+    # half of each head (plain RoPE on text); the wrapper run as its multimodal class
+    FamilyCase("qwen3_5_text", dict(SHAPE, num_hidden_layers=4, **_QWEN3_5_MIXER,
+                                    rope_parameters=_QWEN3_5_ROPE),
+               flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
+    FamilyCase("qwen3_5_moe_text", dict(SHAPE, num_hidden_layers=4, num_experts=4,
+                                        num_experts_per_tok=2, moe_intermediate_size=32,
+                                        shared_expert_intermediate_size=48, **_QWEN3_5_MIXER,
+                                        rope_parameters=_QWEN3_5_ROPE),
+               flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
+    FamilyCase("qwen3_5", dict(text_config=dict(SHAPE, num_hidden_layers=4, **_QWEN3_5_MIXER,
+                                                rope_parameters=_QWEN3_5_ROPE,
+                                                tie_word_embeddings=True),
+                               vision_config=_QWEN3_5_VISION, tie_word_embeddings=True),
+               multimodal_only=True, flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
+    FamilyCase("qwen3_5_moe", dict(text_config=dict(SHAPE, num_hidden_layers=4, num_experts=4,
+                                                    num_experts_per_tok=2,
+                                                    moe_intermediate_size=32,
+                                                    shared_expert_intermediate_size=48,
+                                                    **_QWEN3_5_MIXER,
+                                                    rope_parameters=_QWEN3_5_ROPE),
+                                   vision_config=_QWEN3_5_VISION, tie_word_embeddings=False),
+               multimodal_only=True, flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
 ]

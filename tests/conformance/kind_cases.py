@@ -106,6 +106,9 @@ KIND_CASES = {
     # Griffin: the RG-LRU recurrent block (wider than d_model) beside windowed MQA
     "rglru-hybrid": {"mixer": _RGLRU, "attention": {"n_kv_heads": 1, "window": 6},
                      "layers": [{"select": [1], "mixer": "attention"}]},
+    # Qwen3.5: the Gated DeltaNet's projections split (in_proj_qkv, _z, _b, _a)
+    "gated-deltanet-split-hybrid": {"mixer": {**_GDN, "projections": "split"},
+                                    "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 

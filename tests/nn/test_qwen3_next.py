@@ -19,7 +19,7 @@ from archscope.kinds import gated_deltanet as gdn
 from archscope.measure.reference import cache_kwargs, returned_cache
 from archscope.nn.cache import LayerCache
 from parity import (checked_preset, hf_eager_prefill_flops, load_same_weights, max_diff,
-                    slots_in_use_bytes, tiny_spec, twin_case)
+                    slots_in_use_bytes, their_cache_bytes, tiny_spec, twin_case)
 
 TOL = 1e-4
 T, PREFILL = 84, 70  # transformers scans in chunks of 64 (spec: chunk_size 64): 70 = 64 + 6
@@ -161,14 +161,7 @@ def test_cache_bytes_equal_the_estimate_and_transformers(setup):
     assert _held(cache) == (kv_cache_bytes(spec, T, batch, "fp32"), state)
     with torch.no_grad():
         theirs = returned_cache(hf(ids, use_cache=True))
-    kv = [t for layer in theirs.layers for t in (getattr(layer, "keys", None),
-                                                   getattr(layer, "values", None))
-          if isinstance(t, torch.Tensor)]
-    states = [t for layer in theirs.layers  # dicts of one entry each (one state per layer)
-              for held in (getattr(layer, "conv_states", {}), getattr(layer, "recurrent_states", {}))
-              for t in held.values() if isinstance(t, torch.Tensor)]
-    assert sum(t.numel() * t.element_size() for t in kv) == kv_cache_bytes(spec, T, batch, "fp32")
-    assert sum(t.numel() * t.element_size() for t in states) == state
+    assert their_cache_bytes(theirs) == (kv_cache_bytes(spec, T, batch, "fp32"), state)
 
 
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():

@@ -35,6 +35,7 @@ from archscope.spec.schema import ModelSpec
 _PARTIAL, _PARTIAL_DEFAULT = "partial_rotary_factor", 0.25  # Qwen3NextConfig.__post_init__'s
 _INTERVAL, _INTERVAL_DEFAULT = "full_attention_interval", 4  # the same (popped, no field)
 _TYPES = ("linear_attention", "full_attention")
+MTP_KEY = "num_nextn_predict_layers"  # no Qwen3NextConfig field: the checkpoints' own key
 
 
 def _layer_types(c: Keys, n: int) -> list[str]:
@@ -69,22 +70,31 @@ def _ffn(c: Keys, n: int) -> tuple[dict | None, dict | None, list[int]]:
 
 
 def read(c: Keys) -> dict:
-    base = _base(c, read_elsewhere=(_PARTIAL,))
+    return read_hybrid(c, _ffn)
+
+
+def read_hybrid(c: Keys, ffn, projections: str = "fused", mtp_key: str = MTP_KEY,
+                rope_elsewhere: tuple[str, ...] = ()) -> dict:
+    """Qwen3-Next's reader with the FFN read by `ffn(c, n)` -> (dense MLP, MoE, dense layers),
+    the DeltaNet's `projections` layout, the MTP depth under `mtp_key` and RoPE keys read (or
+    left, as equal on text) elsewhere: what Qwen3.5's text models change."""
+    base = _base(c, read_elsewhere=(_PARTIAL, *rope_elsewhere))
     base["norm"]["unit_offset"] = True  # Qwen3NextRMSNorm: (1 + weight), every one of them
     heads, kv, head_dim = _heads(c, base["d_model"])
     n = base["n_layers"]
-    mixer = {"kind": "gated_deltanet", **{field: c.size(key) for key, field in MIXER_KEYS.items()}}
+    mixer = {"kind": "gated_deltanet", **{field: c.size(key) for key, field in MIXER_KEYS.items()},
+             **({"projections": projections} if projections != "fused" else {})}
     if mixer["n_value_heads"] % mixer["n_key_heads"]:  # the fused projections' per-key layout
         raise c.error("linear_num_value_heads", f"must be a multiple of linear_num_key_heads "
                                                 f"({mixer['n_key_heads']}), "
                                                 f"{what(mixer['n_value_heads'])}")
-    mlp, moe, dense = _ffn(c, n)
+    mlp, moe, dense = ffn(c, n)
     out = {**base, "mixer": mixer, "ffn": moe or mlp,
            "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim,
                          "bias": c.flag("attention_bias"), "qk_norm": "head",
                          "output_gate": True,
                          "rotary_fraction": rotary_fraction(c, _PARTIAL_DEFAULT)},
-           "mtp_layers": c.size("num_nextn_predict_layers", least=0, fallback=0)}
+           "mtp_layers": c.size(mtp_key, least=0, fallback=0)}
     attends = [i for i, t in enumerate(_layer_types(c, n)) if t == "full_attention"]
     layers = []
     if len(attends) == n:  # no state mixer at all: a plain (gated) attention stack
@@ -97,13 +107,18 @@ def read(c: Keys) -> dict:
 
 
 def write(s: ModelSpec) -> dict:
-    """Qwen3NextConfig's keys for `s`; what the class cannot build comes back different from
-    the read-back (the exporter names the key), except what must be refused first."""
+    return write_hybrid(s)
+
+
+def write_hybrid(s: ModelSpec, mtp_key: str = MTP_KEY) -> dict:
+    """Qwen3NextConfig's keys for `s` (Qwen3.5's text configs: the same, less what they drop);
+    what the class cannot build comes back different from the read-back (the exporter names
+    the key), except what must be refused first."""
     for layer in s.plan:
         if layer.mixer is None or layer.ffn is None:
             missing = "mixer" if layer.mixer is None else "FFN"
-            raise SpecError(f"layer {layer.index} has no {missing}: every Qwen3-Next layer has "
-                            "a mixer and an FFN", key="layers")
+            raise SpecError(f"layer {layer.index} has no {missing}: every Qwen3-Next (and "
+                            "Qwen3.5) layer has a mixer and an FFN", key="layers")
     if s.mixer is not None and s.mixer.kind != "gated_deltanet":
         raise SpecError(f"Qwen3-Next's state mixer is gated_deltanet, not {s.mixer.kind!r}",
                         key="mixer.kind")
@@ -128,7 +143,7 @@ def write(s: ModelSpec) -> dict:
                     "shared_expert_intermediate_size": moe.shared_width,
                     "norm_topk_prob": moe.routing.normalize})
     if s.mtp_layers:
-        out["num_nextn_predict_layers"] = s.mtp_layers
+        out[mtp_key] = s.mtp_layers
     return out
 
 
@@ -154,7 +169,8 @@ QWEN3_NEXT_ROWS = (
 
 
 def _claims(s: ModelSpec) -> bool:
-    return s.mixer is not None and s.mixer.kind == "gated_deltanet"
+    return (s.mixer is not None and s.mixer.kind == "gated_deltanet"
+            and s.mixer.projections == "fused")
 
 
 QWEN3_NEXT = QWEN3_MOE.but(
