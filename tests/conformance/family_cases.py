@@ -452,4 +452,14 @@ FAMILY_CASES = [
                                 scale_emb=3.0, scale_depth=1.4, dim_model_base=16,
                                 attention_bias=True, **NO_IDS)),
     FamilyCase("apertus", dict(SHAPE, attention_bias=True, hidden_act="xielu")),
+    # MiniMax-01: lightning layers in blocks of 4 (the 5-token prefill and the 18-token
+    # reference cross blocks), softmax attention on the middle layer, DeepNorm's alpha and beta
+    FamilyCase("minimax", dict(SHAPE, num_hidden_layers=3, num_local_experts=4,
+                               num_experts_per_tok=2, block_size=4,
+                               layer_types=["linear_attention", "full_attention",
+                                            "linear_attention"],
+                               **{f"{sub}_alpha_factor": 1.5 for sub in
+                                  ("full_attn", "linear_attn", "mlp")},
+                               **{f"{sub}_beta_factor": 0.75 for sub in
+                                  ("full_attn", "linear_attn", "mlp")})),
 ]

@@ -102,6 +102,13 @@ KIND_CASES = {
     "mla-half-split-rope": {"attention": {**_MLA, "rope_half_split": True}},
     # Apertus: a two-matrix MLP with xIELU (alpha_p, alpha_n learned per MLP)
     "mlp-xielu": {"ffn": {"kind": "mlp", "d_ff": 48, "activation": "xielu"}},
+    # MiniMax-01's lightning attention (blocks of 4, shorter than the kind tests' prompts) with
+    # its normed-residual block and DeepNorm's scales
+    "lightning-hybrid": {"mixer": {"kind": "lightning", "n_heads": 4, "head_dim": 8,
+                                   "block_size": 4},
+                         "norm": {"position": "normed_residual"},
+                         "multipliers": {"skip": 1.5, "residual": 0.75},
+                         "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 
