@@ -155,17 +155,16 @@ def test_decays_follow_the_depth(setup):
 
 @pytest.mark.slow
 def test_preset_params_on_meta_equal_transformers_and_the_estimate():
-    """minimax-text-01 with transformers' whole-head RoPE (the card's half-head rotation has no
-    parameters, and transformers' MiniMax cannot express it), on the meta device: archscope's
-    build, transformers' class for the exported config and the estimate hold the same total;
-    the card's 456B total and 45.9B active (without the embedding and the head)."""
+    """minimax-text-01 on the meta device: archscope's build, transformers' class for the
+    exported config and the estimate hold the same total; the card's 456B total and 45.9B
+    active (without the embedding and the head); the card's half-head RoPE changes none."""
     from archscope.estimate import count_params
     from archscope.nn import build_model
     from archscope.spec import load_spec
     from archscope.spec.hf import spec_to_hf_config
     from parity import active_params_from_modules
 
-    spec = with_overrides(load_spec("minimax-text-01"), ["attention.rotary_fraction=null"])
+    spec = load_spec("minimax-text-01")
     with torch.device("meta"):
         theirs = transformers.AutoModelForCausalLM.from_config(
             transformers.AutoConfig.for_model(**spec_to_hf_config(spec)))
@@ -178,3 +177,5 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate():
     assert round((p.active - 2 * p.embedding) / 1e9, 1) == 45.9
     assert [layer.state is None for layer in spec.plan].count(True) == 10
     assert state_bytes(spec, 1, "bf16") == 70 * 64 * 128 * 128 * 2
+    half = with_overrides(spec, ["attention.rotary_fraction=0.5"])
+    assert count_params(half) == p and state_bytes(half, 1, "bf16") == state_bytes(spec, 1, "bf16")
