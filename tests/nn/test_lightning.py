@@ -179,3 +179,43 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate():
     assert state_bytes(spec, 1, "bf16") == 70 * 64 * 128 * 128 * 2
     half = with_overrides(spec, ["attention.rotary_fraction=0.5"])
     assert count_params(half) == p and state_bytes(half, 1, "bf16") == state_bytes(spec, 1, "bf16")
+
+
+_SMALL = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+              num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+              max_position_embeddings=64, num_local_experts=4, block_size=4)
+
+
+def _read(tmp_path, **keys):
+    import json
+    import warnings
+
+    from archscope.spec import load_spec
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "minimax", **_SMALL, **keys}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # keys the file lacks: the class defaults, noted
+        return load_spec(tmp_path)
+
+
+def test_the_reader_follows_the_class(tmp_path):
+    """No layer_types: MiniMaxConfig's rule (even layers attend); the published files' keys
+    that no transformers module reads (rotary_dim, postnorm) change nothing; alpha and beta
+    1 leave no multipliers; the lightning layers take the attention's heads."""
+    spec = _read(tmp_path, rotary_dim=8, postnorm=True)
+    assert [layer.state is None for layer in spec.plan] == [True, False, True]
+    assert spec.multipliers is None and spec.norm.position == "normed_residual"
+    assert (spec.mixer.n_heads, spec.mixer.head_dim, spec.mixer.block_size) == (4, 16, 4)
+    assert spec.attention.rotary_fraction in (None, 1.0)
+    every = _read(tmp_path, layer_types=["linear_attention"] * 3)
+    assert not every.layers and all(layer.state is not None for layer in every.plan)
+    none = _read(tmp_path, layer_types=["full_attention"] * 3)
+    assert none.mixer is None
+
+
+@pytest.mark.parametrize("key", ["linear_attn_alpha_factor", "mlp_beta_factor"])
+def test_unequal_scales_are_refused_naming_the_key(tmp_path, key):
+    from archscope.errors import SpecError
+
+    with pytest.raises(SpecError, match=key):
+        _read(tmp_path, **{key: 2.0})
