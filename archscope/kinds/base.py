@@ -175,6 +175,8 @@ class StateMixerKind:
     short: Callable  # (mixer) -> the model overview's fragment
     draw: Drawer  # (graph, spec, mixer) -> (entry node ids, exit node id)
     explain: Callable  # (mixer, d_model) -> a paragraph: what it does, its formula, its numbers
+    # its factory also takes the layer's index (lightning's decay depends on the depth)
+    per_layer: bool = False
 
     def factory(self) -> Callable:
         return load_factory(self.module)

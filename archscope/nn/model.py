@@ -48,23 +48,33 @@ class Block(nn.Module):
             norms(*SUBLAYER_SLOTS["ffn"])
             self.mlp = ffn_module(spec, layer.ffn)
         self.residual_scale = unless_one(spec.mults.residual)
+        self.skip_scale = unless_one(spec.mults.skip)
         self.parallel = spec.norm.position == "parallel"  # every layer has both (the spec checks)
+        # MiniMax's layout: the normed input is also what the residual carries on
+        self.normed_residual = spec.norm.position == "normed_residual"
 
     def forward(self, x, rope, start: int, cache):
         n = self.slot
         if self.parallel:  # x + attn(n(x)) + mlp(n(x)): one norm, the FFN beside attention
             h = n["attn_in"](x)
             mixed = getattr(self, self.mixer_name)(h, rope, start, cache)
-            return x + self._scaled(mixed) + self._scaled(self.mlp(h))
+            return self._skip(x) + self._scaled(mixed) + self._scaled(self.mlp(h))
         if self.mixer_name:
-            mixed = getattr(self, self.mixer_name)(n["attn_in"](x), rope, start, cache)
-            x = n["attn_sum"](x + self._scaled(n["attn_out"](mixed)))
+            h = n["attn_in"](x)
+            mixed = getattr(self, self.mixer_name)(h, rope, start, cache)
+            x = n["attn_sum"](self._skip(h if self.normed_residual else x)
+                              + self._scaled(n["attn_out"](mixed)))
         if self.has_ffn:
-            x = n["ffn_sum"](x + self._scaled(n["ffn_out"](self.mlp(n["ffn_in"](x)))))
+            h = n["ffn_in"](x)
+            x = n["ffn_sum"](self._skip(h if self.normed_residual else x)
+                             + self._scaled(n["ffn_out"](self.mlp(h))))
         return x
 
     def _scaled(self, y):
         return y if self.residual_scale is None else self.residual_scale * y
+
+    def _skip(self, x):
+        return x if self.skip_scale is None else x * self.skip_scale
 
     def new_cache(self, batch: int, max_len: int, device, dtype):
         """What this layer keeps per sequence: a KV cache, a state, or None (no mixer)."""

@@ -17,7 +17,8 @@ def mixer_module(spec: ModelSpec, layer: LayerPlan) -> nn.Module:
     """The layer's mixer: its attention, or its state mixer (the layer must have one)."""
     if layer.attention is not None:
         return attention_module(spec, layer.attention)
-    return mixer_kind(layer.state.kind).factory()(spec, layer.state)
+    kind = mixer_kind(layer.state.kind)
+    return kind.factory()(spec, layer.state, *((layer.index,) if kind.per_layer else ()))
 
 
 def ffn_module(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:

@@ -18,7 +18,8 @@ SCALING_NAMES = {"llama3": "llama3", "yarn": "YaRN", "linear": "linear",
 # what a norm's position makes of a sublayer f (attention, a state mixer or the FFN) on x
 NORM_FORMULAS = {"pre": "x + f(Norm(x))", "post": "Norm(x + f(x))", "output": "x + Norm(f(x))",
                  "sandwich": "x + Norm₂(f(Norm₁(x)))",
-                 "parallel": "x + attn(Norm(x)) + mlp(Norm(x)) (one norm, side by side)"}
+                 "parallel": "x + attn(Norm(x)) + mlp(Norm(x)) (one norm, side by side)",
+                 "normed_residual": "Norm(x) + f(Norm(x)) (the residual is the normed input)"}
 POSITION_NAMES = {"learned": "learned absolute", "none": "none", "rope": "RoPE"}
 
 

@@ -29,8 +29,10 @@ ExpertKind = Literal["swiglu", "mlp", "relu2"]
 # output: norm each sublayer's output before the residual add (OLMo 2), keeping the final norm;
 # sandwich: both, four norms per block, x + post(sublayer(pre(x))) (Gemma 2/3), keeping the final;
 # parallel: one norm of each layer's input feeds attention and the FFN side by side, whose
-# outputs are both added to the residual, x + attn(n(x)) + mlp(n(x)) (GPT-J, Cohere, Phi-2)
-NormPosition = Literal["pre", "post", "output", "sandwich", "parallel"]
+# outputs are both added to the residual, x + attn(n(x)) + mlp(n(x)) (GPT-J, Cohere, Phi-2);
+# normed_residual: pre's norms, but the residual carried on is the normed input, n(x) +
+# attn(n(x)) (MiniMax-01, its config's postnorm: true), keeping the final norm
+NormPosition = Literal["pre", "post", "output", "sandwich", "parallel", "normed_residual"]
 # Where each sublayer's norms sit, by norm.position, under the module names transformers uses
 # for that layout (so checkpoints map by name). A block is
 #   x = attn_sum(x + r * attn_out(self_attn(attn_in(x))))
@@ -46,6 +48,7 @@ NORM_SLOTS = {
                  "ffn_in": "pre_feedforward_layernorm", "ffn_out": "post_feedforward_layernorm"},
     # the FFN reads attention's normed input (nn/model.py's parallel block): one norm a layer
     "parallel": {"attn_in": "input_layernorm"},
+    "normed_residual": {"attn_in": "input_layernorm", "ffn_in": "post_attention_layernorm"},
 }
 # A sublayer's slots in the order the block registers their norms (the module order).
 SUBLAYER_SLOTS = {"attn": ("attn_in", "attn_out", "attn_sum"),
@@ -237,10 +240,13 @@ class Multipliers:
     embedding: float = 1.0  # token embeddings are multiplied by it
     attention: float | None = None  # softmax scale; null means 1/sqrt(q/k head dim)
     residual: float = 1.0  # each sublayer's output is multiplied by it before the residual add
+    # the residual stream is multiplied by it before each sublayer's output is added
+    # (MiniMax-01's *_alpha_factor, DeepNorm's alpha): x = skip * x + residual * sublayer(x)
+    skip: float = 1.0
     logits: float = 1.0  # logits are divided by it (HF's logits_scaling)
 
     def validate(self) -> None:
-        positive(self, "embedding", "attention", "residual", "logits")
+        positive(self, "embedding", "attention", "residual", "logits", "skip")
 
 
 @dataclass(frozen=True)

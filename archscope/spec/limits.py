@@ -119,6 +119,7 @@ FLOAT_LIMITS: dict[str, tuple[float, float]] = {
     # Granite's multipliers: 0.0078125 (attention) to 73.3 (embedding); logits 1 to 16
     "embedding": (1e-6, 1e6), "attention": (1e-6, 1e6), "residual": (1e-6, 1e6),
     "logits": (1e-6, 1e6),
+    "skip": (1e-6, 1e6),  # MiniMax-01's DeepNorm alpha: 3.56
     "eps": (1e-12, 1.0),  # norms: 1e-6 and 1e-5
     "dt_limit_min": (1e-12, 1e6), "dt_limit_max": (1e-12, 1e6),  # Mamba-2's dt clamp: 0.001
     "limit": (1e-3, 1e6),  # gpt-oss's SwiGLU clamp: 7

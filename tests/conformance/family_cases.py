@@ -501,4 +501,14 @@ FAMILY_CASES = [
                                                     rope_parameters=_QWEN3_5_ROPE),
                                    vision_config=_QWEN3_5_VISION, tie_word_embeddings=False),
                multimodal_only=True, flops_gap=_qwen3_next_gap, decode_tolerance=2e-4),
+    # MiniMax-01: lightning layers in blocks of 4 (the 5-token prefill and the 18-token
+    # reference cross blocks), softmax attention on the middle layer, DeepNorm's alpha and beta
+    FamilyCase("minimax", dict(SHAPE, num_hidden_layers=3, num_local_experts=4,
+                               num_experts_per_tok=2, block_size=4,
+                               layer_types=["linear_attention", "full_attention",
+                                            "linear_attention"],
+                               **{f"{sub}_alpha_factor": 1.5 for sub in
+                                  ("full_attn", "linear_attn", "mlp")},
+                               **{f"{sub}_beta_factor": 0.75 for sub in
+                                  ("full_attn", "linear_attn", "mlp")})),
 ]

@@ -109,6 +109,13 @@ KIND_CASES = {
     # Qwen3.5: the Gated DeltaNet's projections split (in_proj_qkv, _z, _b, _a)
     "gated-deltanet-split-hybrid": {"mixer": {**_GDN, "projections": "split"},
                                     "layers": [{"select": [1], "mixer": "attention"}]},
+    # MiniMax-01's lightning attention (blocks of 4, shorter than the kind tests' prompts) with
+    # its normed-residual block and DeepNorm's scales
+    "lightning-hybrid": {"mixer": {"kind": "lightning", "n_heads": 4, "head_dim": 8,
+                                   "block_size": 4},
+                         "norm": {"position": "normed_residual"},
+                         "multipliers": {"skip": 1.5, "residual": 0.75},
+                         "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 

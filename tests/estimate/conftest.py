@@ -81,11 +81,13 @@ def _shrink_ffn(f: dict) -> dict:
 
 # State mixers: several heads and groups kept; Mamba-2's scan in chunks of 4 (a 10-token
 # prompt spans three). The Gated DeltaNet keeps its 64: transformers' class has no key for it
-# and always scans in chunks of 64, so the export refuses another.
+# and always scans in chunks of 64, so the export refuses another. Lightning in blocks of 4.
 _MIXER = {"mamba2": {"n_heads": 4, "head_dim": 8, "d_state": 8, "chunk_size": 4},
           "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8},
           # RecurrentGemma's gates have as many blocks as attention has heads (4 here)
-          "rglru": {"lru_width": 48, "n_heads": 4}}
+          "rglru": {"lru_width": 48, "n_heads": 4},
+          # lightning: blocks of 4 (a 10-token prompt runs 4 + 4 + 2)
+          "lightning": {"n_heads": 4, "head_dim": 8, "block_size": 4}}
 
 
 def _shrink_mixer(x: dict) -> dict:
@@ -99,9 +101,14 @@ def _shrink_mixer(x: dict) -> dict:
 
 def _layer_count(spec: ModelSpec) -> int:
     """6 layers (SmolLM3 NoPEs layer 3, "3::4"; Gemma 3's layer 5 is global, "5::6"), unless
-    the overrides name layers beyond (a hybrid's pattern): then all of them, still tiny."""
+    the overrides name layers beyond (a hybrid's pattern): then all of them, still tiny, or a
+    slice starts beyond: then up to its first layer."""
     named = [i for o in spec.layers if isinstance(o.select, tuple) for i in o.select]
-    return spec.n_layers if named and max(named) >= 6 else 6
+    if named and max(named) >= 6:
+        return spec.n_layers
+    # a slice starting beyond (MiniMax-01's softmax layers, "7::8"): up to its first layer
+    starts = [o.select.split(":")[0] for o in spec.layers if isinstance(o.select, str)]
+    return max([6] + [int(a) + 1 for a in starts if a.isdigit()])
 
 
 def _shrink_longrope(m: dict) -> None:

@@ -61,8 +61,9 @@ def state_mixer_difference(spec: ModelSpec, tokens: int) -> int:
     extra = 0
     for layer in spec.plan:
         m = layer.state
-        if m is not None:
+        if m is not None and hasattr(m, "conv_kernel"):  # lightning has no conv
             extra += 2 * (m.conv_kernel - 1) * m.conv_kernel * m.conv_dim
+        if m is not None:
             extra -= mixer_kind(m.kind).scan_flops(m, tokens).get("ut_solve", 0)
     return extra
 

@@ -71,7 +71,8 @@ _NORM_NAMES = {"pre": ("input_layernorm", "post_attention_layernorm"),
                "output": ("post_attention_layernorm", "post_feedforward_layernorm"),
                "sandwich": ("input_layernorm", "post_attention_layernorm",
                             "pre_feedforward_layernorm", "post_feedforward_layernorm"),
-               "parallel": ("input_layernorm",)}
+               "parallel": ("input_layernorm",),
+               "normed_residual": ("input_layernorm", "post_attention_layernorm")}
 
 
 def _mixer_entry(layer: LayerPlan):
@@ -94,6 +95,8 @@ _ONE_SUBLAYER = {
                ("h_in", "add1", "residual"), ("add1", "h_out")],
     "sandwich": [("h_in", "n1"), ("n1", "in"), ("out", "n2"), ("n2", "add1", "scale"),
                  ("h_in", "add1", "residual"), ("add1", "h_out")],
+    "normed_residual": [("h_in", "n1"), ("n1", "in"), ("out", "add1", "scale"),
+                        ("n1", "add1", "residual"), ("add1", "h_out")],
 }
 
 
@@ -167,7 +170,12 @@ def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
               "parallel": [("h_in", "n1"), ("n1", _targets(attn_in) + _targets(ffn_in)),
                            (attn_out, "add1", scale),
                            res, (ffn_out, "add2", scale), ("add1", "add2", "residual"),
-                           ("add2", "h_out")]}
+                           ("add2", "h_out")],
+              # pre's norms, the residual taken after each (MiniMax-01)
+              "normed_residual": [("h_in", "n1"), ("n1", attn_in), (attn_out, "add1", scale),
+                                  ("n1", "add1", "residual"), ("add1", "n2"), ("n2", ffn_in),
+                                  (ffn_out, "add2", scale), ("n2", "add2", "residual"),
+                                  ("add2", "h_out")]}
     edges = wiring[spec.norm.position]
     for src, dst, *label in edges:
         for target in dst if isinstance(dst, list) else [dst]:
