@@ -344,6 +344,16 @@ def their_cache_per_layer(cache) -> list[dict]:
                 else:
                     state += t.nbytes
         out.append({"kv_bytes": kv, "tokens": tokens, "state_bytes": state})
+    # a cache that keeps a state beside its layers, one entry per layer index (MiniMaxCache's
+    # linear_cache; an empty list where a layer has none)
+    for name, value in vars(cache).items():
+        if name == "layers" or not isinstance(value, list):
+            continue
+        for i, t in enumerate(value):
+            if isinstance(t, torch.Tensor) and t.is_floating_point():
+                while len(out) <= i:
+                    out.append({"kv_bytes": 0, "tokens": 0, "state_bytes": 0})
+                out[i]["state_bytes"] += t.nbytes
     return out
 def their_cache_bytes(cache) -> tuple[int, int]:
     """(KV bytes, state bytes) transformers' own cache object holds, all layers
