@@ -118,9 +118,10 @@ class MLAttention(nn.Module):
         q_nope, q_rope = q.split([self.nope, self.rope_dim], dim=-1)
         latent, k_rope = self.kv_a_proj_with_mqa(x).split([self.latent, self.rope_dim], dim=-1)
         latent = self.kv_a_layernorm(latent)  # [B, T, kv_lora_rank]
-        cos, sin = rope
-        q_rope = self.rotate(q_rope, cos, sin)
-        k_rope = self.rotate(k_rope, cos, sin)  # [B, T, rope]: one key for all heads
+        if rope is not None:  # position.kind none (Kimi Linear's MLA): the key passes unrotated
+            cos, sin = rope
+            q_rope = self.rotate(q_rope, cos, sin)
+            k_rope = self.rotate(k_rope, cos, sin)  # [B, T, rope]: one key for all heads
         if self.temperature[0] is not None:  # the whole query, after RoPE (transformers')
             q_nope, q_rope = (tuned(part, start, self.temperature) for part in (q_nope, q_rope))
         held = {"latent": latent, "k_rope": k_rope}

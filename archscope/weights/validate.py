@@ -51,10 +51,20 @@ def _alias_hf_names(table, model: nn.Module) -> set[str]:
 def canonical_name(table, name: str, shape: tuple[int, ...], our_shapes: dict) -> str:
     """An older alias name (a table rule marked `alias`) as its current HF name."""
     ours, unmatched = hf_to_ours(table, {name: torch.empty(shape, device="meta")}, our_shapes)
-    if unmatched or len(ours) != 1 or isinstance(next(iter(ours.values())), Part):
-        return name  # a slice of one of ours (a `part` rule) has no other name
+    if unmatched or len(ours) != 1:
+        return name
     (our_name, tensor), = ours.items()
+    if isinstance(tensor, Part):  # an older name of a slice (Kimi's q/k/v_conv1d): the whole's
+        if our_name not in our_shapes:
+            return name
+        tensor = torch.empty(our_shapes[our_name], device="meta")
     return next(iter(ours_to_hf(table, {our_name: tensor})), name)
+
+
+def _slice_of(piece, whole) -> bool:
+    """Whether shape `piece` is `whole` cut along one axis into equal slices."""
+    differ = [i for i, (a, b) in enumerate(zip(piece, whole)) if a != b]
+    return len(piece) == len(whole) and len(differ) == 1 and whole[differ[0]] % piece[differ[0]] == 0
 
 
 def check_tensors(table, model: nn.Module, ckpt: CheckpointFiles) -> set[str]:
@@ -70,7 +80,10 @@ def check_tensors(table, model: nn.Module, ckpt: CheckpointFiles) -> set[str]:
     for name, info in ckpt.tensors.items():
         key = name if name in expected else canonical_name(table, name, info.shape, our_shapes)
         if key in expected:
-            found[key] = info.shape
+            # a slice under an older name (a `part` alias) stands for the whole it fills
+            sliced = key != name and tuple(info.shape) != tuple(expected[key])
+            found[key] = expected[key] if sliced and _slice_of(info.shape, expected[key]) \
+                else info.shape
         elif key in aliases:
             skip.add(name)
         else:

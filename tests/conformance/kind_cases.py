@@ -102,6 +102,12 @@ KIND_CASES = {
     "mla-half-split-rope": {"attention": {**_MLA, "rope_half_split": True}},
     # Apertus: a two-matrix MLP with xIELU (alpha_p, alpha_n learned per MLP)
     "mlp-xielu": {"ffn": {"kind": "mlp", "d_ff": 48, "activation": "xielu"}},
+    # Kimi Linear: KDA (a decay per key channel) with NoPE MLA on layer 1, chunks of 4
+    "kimi-delta-hybrid-nope-mla": {
+        "mixer": {"kind": "kimi_delta", "n_heads": 2, "head_dim": 8, "conv_kernel": 4,
+                  "chunk_size": 4},
+        "position": {"kind": "none"}, "attention": _MLA,
+        "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 
