@@ -185,3 +185,16 @@ def test_bf16_keeps_the_recurrent_state_in_fp32_as_estimated(setup):
     assert cache.state_nbytes() == state_bytes(spec, 2, "bf16")
     assert {s.recurrent.dtype for s in cache.layers if not isinstance(s, LayerCache)
             and s is not None} == {torch.float32}
+
+
+@pytest.mark.slow
+def test_preset_params_on_meta_equal_transformers_and_the_estimate():
+    from parity import checked_preset
+
+    spec, p, _ = checked_preset("kimi-linear-48b-a3b", "KimiLinearForCausalLM")
+    assert p.total == 49_122_675_072  # "48B total" on the card (embedding and head included)
+    assert p.active == 3_484_453_248  # "3B activated"
+    kinds = [layer.layer_type for layer in spec.plan]
+    assert (kinds.count("full_attention"), kinds.count("linear_attention")) == (7, 20)
+    # per sequence: 20 KDA layers of conv 12,288 x 4 (bf16) + 32 x 128 x 128 (fp32)
+    assert state_bytes(spec, 1, "bf16") == 20 * (12_288 * 4 * 2 + 32 * 128 * 128 * 4)
