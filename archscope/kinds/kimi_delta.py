@@ -26,7 +26,7 @@ RECURRENT_BYTES = 4
 
 def parts(m, d: int, prefix: str = "mixer") -> list[Part]:
     """The layer's parameters and per-token multiply-adds, by transformers' module names, in
-    the order KimiLinearDeltaAttention registers them:
+    the order the class registers them. gates low_rank (KimiLinearDeltaAttention):
 
         q_proj, k_proj, v_proj   d * Q each
         conv1d                   W * K              depthwise over q|k|v, no bias
@@ -39,28 +39,37 @@ def parts(m, d: int, prefix: str = "mixer") -> list[Part]:
         g_b_proj                 h * Q
         o_norm                   h                  one weight shared by the heads
         o_proj                   Q * d
+    gates full_rank (BailingHybridDeltaAttention): forget_gate.A_log (H, held [H]),
+    forget_gate.dt_bias (Q), forget_gate.f_proj (d * Q) in place of the forget gate's, and
+    g_proj (d * Q, registered after o_proj) in place of g_a_proj and g_b_proj.
     """
     q, h = m.qkv_dim, m.head_dim
     gate = "forget_gate"
     conv = Part(f"{prefix}.conv1d", m.conv_dim * m.conv_kernel, m.conv_dim * m.conv_kernel,
                 weights=(Weight("conv1d", "Conv1d", "weight", (m.conv_dim, 1, m.conv_kernel)),))
-    own = [Part(f"{prefix}.{gate}.dt_bias", q,
-                weights=(Weight(gate, "KimiDeltaForgetGate", "dt_bias", (q,)),)),
-           Part(f"{prefix}.{gate}.A_log", m.n_heads,
-                weights=(Weight(gate, "KimiDeltaForgetGate", "A_log", (1, 1, m.n_heads, 1)),))]
-    return [*(linear(f"{prefix}.{n}", d, q) for n in ("q_proj", "k_proj", "v_proj")),
-            conv, *own,
+    low = m.gates == "low_rank"
+    a_shape = (1, 1, m.n_heads, 1) if low else (m.n_heads,)
+    own = {"dt_bias": Part(f"{prefix}.{gate}.dt_bias", q,
+                           weights=(Weight(gate, "KimiDeltaForgetGate", "dt_bias", (q,)),)),
+           "A_log": Part(f"{prefix}.{gate}.A_log", m.n_heads,
+                         weights=(Weight(gate, "KimiDeltaForgetGate", "A_log", a_shape),))}
+    qkv = [linear(f"{prefix}.{n}", d, q) for n in ("q_proj", "k_proj", "v_proj")]
+    beta = linear(f"{prefix}.b_proj", d, m.n_heads)
+    out = [norm(f"{prefix}.o_norm", h, module_type="SigmoidGatedRMSNorm"),
+           linear(f"{prefix}.o_proj", q, d)]
+    if not low:
+        return [*qkv, conv, own["A_log"], own["dt_bias"],
+                linear(f"{prefix}.{gate}.f_proj", d, q, module=f"{gate}.f_proj"),
+                beta, *out, linear(f"{prefix}.g_proj", d, q)]
+    return [*qkv, conv, own["dt_bias"], own["A_log"],
             linear(f"{prefix}.{gate}.f_a_proj", d, h, module=f"{gate}.f_a_proj"),
             linear(f"{prefix}.{gate}.f_b_proj", h, q, module=f"{gate}.f_b_proj"),
-            linear(f"{prefix}.b_proj", d, m.n_heads),
-            linear(f"{prefix}.g_a_proj", d, h),
-            linear(f"{prefix}.g_b_proj", h, q),
-            norm(f"{prefix}.o_norm", h, module_type="SigmoidGatedRMSNorm"),
-            linear(f"{prefix}.o_proj", q, d)]
+            beta, linear(f"{prefix}.g_a_proj", d, h), linear(f"{prefix}.g_b_proj", h, q), *out]
 
 
 def params(m, d: int) -> int:
-    """3dQ + WK + Q + H + dh + hQ + dH + dh + hQ + h + Qd."""
+    """low_rank: 3dQ + WK + Q + H + dh + hQ + dH + dh + hQ + h + Qd; full_rank: the gates'
+    dh + hQ twice become dQ twice."""
     return sum(p.params for p in parts(m, d))
 
 
@@ -142,23 +151,27 @@ def prefill_flops(m, d: int, tokens: int, chunk: int | None = None) -> dict[str,
 
 
 def describe(m) -> str:
+    gates = "" if m.gates == "low_rank" else ", full-rank gates"
+    bound = "" if m.gate_lower_bound is None else f", decay bounded at {m.gate_lower_bound:g}"
     return (f"Kimi Delta Attention: {m.n_heads} heads x {m.head_dim}, per-channel decay, "
-            f"conv {m.conv_kernel}")
+            f"conv {m.conv_kernel}{gates}{bound}")
 
 
 def draw(g_, spec, m):
     d = commas(spec.d_model)
     qkv = g_.node("qkv", f"q_proj, k_proj, v_proj<br/>{d} → {m.n_heads}×{m.head_dim} each")
-    gate = g_.node("forget_gate", f"forget gate f_a → f_b<br/>{d} → {m.head_dim} → "
-                                  f"{commas(m.qkv_dim)}: a decay per channel; b_proj → β")
+    rank = f"f_a → f_b<br/>{d} → {m.head_dim} → " if m.gates == "low_rank" else f"f_proj<br/>{d} → "
+    gate = g_.node("forget_gate", f"forget gate {rank}{commas(m.qkv_dim)}: a decay per channel; "
+                                  "b_proj → β")
     conv = g_.node("conv", f"causal depthwise conv1d, {m.conv_kernel} taps, SiLU<br/>"
                            "over q, k, v; then L2-normalise q and k")
     state = g_.store("state", f"state per sequence<br/>conv {commas(m.conv_dim)}×{m.conv_kernel}"
                               f" + {m.n_heads} matrices {m.head_dim}×{m.head_dim} (fp32)")
     rule = g_.node("delta", "gated delta rule: S = diag(exp(g))·S + β·k·(v − Sᵀk)ᵀ, o = Sᵀq<br/>"
                             f"chunks of {m.chunk_size} in a prompt")
-    norm_ = g_.node("gated_norm", f"RMSNorm(o) · sigmoid(g_b(g_a(x))), per head<br/>"
-                                  f"g_a {d} → {m.head_dim}")
+    norm_ = g_.node("gated_norm", "RMSNorm(o) · sigmoid(gate(x)), per head<br/>" +
+                    (f"g_a {d} → {m.head_dim} → g_b" if m.gates == "low_rank" else f"g_proj {d} →")
+                    + f" {commas(m.qkv_dim)}")
     out = g_.node("o_proj", f"o_proj<br/>{commas(m.qkv_dim)} → {d}")
     g_.edge(qkv, conv, "q, k, v")
     g_.edge(conv, rule)

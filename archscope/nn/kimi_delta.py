@@ -9,7 +9,9 @@ Modules and parameters carry transformers' names (KimiLinearDeltaAttention), so 
                   A_log per head ([1, 1, H, 1]): g = -exp(A_log) * softplus(f + dt_bias), one
                   decay per head and key channel
     b_proj        d -> n_heads: beta = sigmoid(b)
-    g_a_proj, g_b_proj   d -> head_dim -> qkv_dim: the output gate
+    g_a_proj, g_b_proj   d -> head_dim -> qkv_dim: the output gate (gates full_rank, Ling's
+                  BailingHybridDeltaAttention: f_proj and g_proj d -> qkv_dim instead, A_log
+                  held [H], and with gate_lower_bound a bounded decay)
     o_norm        RMSNorm over each head's output (in fp32, weight included) times
                   sigmoid(gate), one weight of head_dim shared by the heads
     o_proj        qkv_dim -> d
@@ -70,21 +72,33 @@ class SigmoidGatedRMSNorm(nn.Module):
 
 
 class KimiDeltaForgetGate(nn.Module):
-    """The per-channel decay g [B, T, H, head_dim] (fp32, <= 0) from a low-rank projection."""
+    """The per-channel decay g [B, T, H, head_dim] (fp32, <= 0): from a low-rank projection
+    f_a_proj -> f_b_proj and -exp(A_log) * softplus(f + dt_bias) (Kimi's), or from a full-rank
+    f_proj (Ling's, A_log held [H]) and, with gate_lower_bound b, b * sigmoid(exp(A_log) *
+    (f + dt_bias))."""
 
     def __init__(self, d_model: int, m: KimiDeltaSpec):
         super().__init__()
-        self.head_dim = m.head_dim
-        self.f_a_proj = Linear(d_model, m.head_dim, bias=False)
-        self.f_b_proj = Linear(m.head_dim, m.qkv_dim, bias=False)
-        self.dt_bias = nn.Parameter(torch.zeros(m.qkv_dim))
-        self.A_log = nn.Parameter(torch.zeros(1, 1, m.n_heads, 1))
+        self.head_dim, self.lower_bound = m.head_dim, m.gate_lower_bound
+        if m.gates == "low_rank":  # registered as transformers' classes register them
+            self.f_a_proj = Linear(d_model, m.head_dim, bias=False)
+            self.f_b_proj = Linear(m.head_dim, m.qkv_dim, bias=False)
+            self.dt_bias = nn.Parameter(torch.zeros(m.qkv_dim))
+            self.A_log = nn.Parameter(torch.zeros(1, 1, m.n_heads, 1))
+        else:
+            self.A_log = nn.Parameter(torch.zeros(m.n_heads))
+            self.dt_bias = nn.Parameter(torch.zeros(m.qkv_dim))
+            self.f_proj = Linear(d_model, m.qkv_dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        f = self.f_b_proj(self.f_a_proj(x)).float() + self.dt_bias.float()
+        f = (self.f_b_proj(self.f_a_proj(x)) if hasattr(self, "f_a_proj")
+             else self.f_proj(x)).float() + self.dt_bias.float()
         f = f.view(*x.shape[:2], -1, self.head_dim)
+        rate = self.A_log.float().exp().view(1, 1, -1, 1)
+        if self.lower_bound is not None:
+            return self.lower_bound * torch.sigmoid(rate * f)
         # softplus, linear past 20 as transformers' (and FLA's) threshold
-        return -self.A_log.float().exp() * F.softplus(f, threshold=20.0)
+        return -rate * F.softplus(f, threshold=20.0)
 
 
 class KimiDeltaAttention(nn.Module):
@@ -102,17 +116,20 @@ class KimiDeltaAttention(nn.Module):
                                 bias=False)
         self.forget_gate = KimiDeltaForgetGate(d_model, m)
         self.b_proj = Linear(d_model, m.n_heads, bias=False)
-        self.g_a_proj = Linear(d_model, m.head_dim, bias=False)
-        self.g_b_proj = Linear(m.head_dim, m.qkv_dim, bias=False)
+        if m.gates == "low_rank":
+            self.g_a_proj = Linear(d_model, m.head_dim, bias=False)
+            self.g_b_proj = Linear(m.head_dim, m.qkv_dim, bias=False)
         self.o_norm = SigmoidGatedRMSNorm(m.head_dim, eps)
         self.o_proj = Linear(m.qkv_dim, d_model, bias=False)
+        if m.gates == "full_rank":  # Ling's g_proj, registered last as in its class
+            self.g_proj = Linear(d_model, m.qkv_dim, bias=False)
 
     @torch.no_grad()
     def init_own_weights(self) -> None:
         """Deterministic decays: A = 1 .. 16 over the heads (transformers draws A from that
         range), dt_bias = 0 (softplus(0) = log 2 per channel, before the projection's part)."""
         gate = self.forget_gate
-        gate.A_log.copy_(torch.log(torch.linspace(1, 16, self.m.n_heads)).view(1, 1, -1, 1))
+        gate.A_log.copy_(torch.log(torch.linspace(1, 16, self.m.n_heads)).view(gate.A_log.shape))
         gate.dt_bias.zero_()
 
     def new_cache(self, batch: int, max_len: int, device, dtype) -> KimiDeltaState:
@@ -151,7 +168,8 @@ class KimiDeltaAttention(nn.Module):
         g = self.forget_gate(x)
         beta = self.b_proj(x).sigmoid()
         out = self.delta_rule(q, k, v, g, beta, cache).to(x.dtype)
-        gate = self.g_b_proj(self.g_a_proj(x)).view(batch, tokens, m.n_heads, m.head_dim)
+        gate = (self.g_b_proj(self.g_a_proj(x)) if m.gates == "low_rank" else self.g_proj(x))
+        gate = gate.view(batch, tokens, m.n_heads, m.head_dim)
         return self.o_proj(self.o_norm(out, gate).reshape(batch, tokens, -1))
 
 

@@ -12,7 +12,8 @@ of conv_kernel taps with silu runs over q, k and v; a forget gate from a low-ran
 A_log per head) gives a decay per head AND per key channel (Gated DeltaNet's is one scalar per
 head); b_proj gives beta per head; the gated delta rule updates one head_dim x head_dim state
 per head; an RMSNorm gated by sigmoid(g) from a second low-rank projection (g_a_proj, g_b_proj)
-and o_proj return to d_model.
+and o_proj return to d_model. Ling's BailingHybridDeltaAttention is the same layer with
+full-rank gate projections and a bounded decay (`gates`, `gate_lower_bound`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from archscope.spec.checks import positive
+from archscope.spec.checks import positive, require
 
 # transformers' torch path (chunk_kimi_delta_attention's chunk_size) and FLA's chunk_kda both
 # run the prefill in chunks of 64 tokens; config.json has no key for it
@@ -35,9 +36,21 @@ class KimiDeltaSpec:
     conv_kernel: int  # linear_conv_kernel_dim (linear_attn_config.short_conv_kernel_size)
     # tokens per chunk of the chunked prefill (an implementation convention, not a weight)
     chunk_size: int = DEFAULT_CHUNK
+    # the forget and output gates' projections: low_rank (Kimi's KimiLinearForgetGate,
+    # f_a_proj d -> head_dim -> f_b_proj, A_log held [1, 1, H, 1], and g_a_proj -> g_b_proj)
+    # or full_rank (Ling's BailingHybridForgetGate: f_proj d -> qkv_dim, A_log held [H], and
+    # g_proj d -> qkv_dim)
+    gates: Literal["low_rank", "full_rank"] = "low_rank"
+    # the decay's form: null, -exp(A_log) * softplus(f + dt_bias) (Kimi's); a negative number
+    # b, Ling's bounded ("safe") gate b * sigmoid(exp(A_log) * (f + dt_bias)) (kda_lower_bound)
+    gate_lower_bound: float | None = None
 
     def validate(self) -> None:
         positive(self, "n_heads", "head_dim", "conv_kernel", "chunk_size")
+        require(self.gates in ("low_rank", "full_rank"), "gates",
+                f"expected low_rank or full_rank, got {self.gates!r}")
+        require(self.gate_lower_bound is None or self.gate_lower_bound < 0, "gate_lower_bound",
+                f"a bound on a log-space decay is negative, got {self.gate_lower_bound}")
 
     @property
     def qkv_dim(self) -> int:

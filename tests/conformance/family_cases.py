@@ -484,4 +484,15 @@ FAMILY_CASES += [
                                    linear_conv_kernel_dim=4, **NO_IDS),
                flops_gap=_kimi_linear_gap, decode_tolerance=2e-4,
                prepare=random_correction_bias),
+    # Ling 3: full-rank KDA gates, the bounded decay; MLA with RoPE and a head gate on every
+    # second layer, a dense first layer
+    FamilyCase("bailing_hybrid", dict(SHAPE, num_hidden_layers=4, num_attention_heads=2,
+                                      head_dim=8, short_conv_kernel_size=4, layer_group_size=2,
+                                      first_k_dense_replace=1, num_local_experts=4,
+                                      num_experts_per_tok=2, n_group=2, topk_group=1,
+                                      moe_intermediate_size=32, kv_lora_rank=16,
+                                      qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8,
+                                      num_mtp_layers=0, **NO_IDS),
+               flops_gap=_kimi_linear_gap, decode_tolerance=2e-4,
+               prepare=random_correction_bias),
 ]

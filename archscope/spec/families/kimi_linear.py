@@ -78,10 +78,12 @@ def _layer_types(c: Keys, n: int) -> list[str]:
     return types
 
 
-def _dense_layers(c: Keys, n: int) -> list[int]:
+def _dense_layers(c: Keys, n: int, field: bool = False) -> list[int]:
+    """The dense layers: mlp_layer_types, else the first first_k_dense_replace (`field`: a
+    dataclass field of the class, Ling's; else a kwarg KimiLinearConfig defaults to 1)."""
     kinds = c.get("mlp_layer_types", None)
     if kinds is None:
-        k = (c.size("first_k_dense_replace", least=0) if "first_k_dense_replace" in c.raw
+        k = (c.size("first_k_dense_replace", least=0) if field or "first_k_dense_replace" in c.raw
              else class_default(c, "first_k_dense_replace", 1))
         return list(range(min(k, n)))
     if not isinstance(kinds, list) or len(kinds) != n or any(t not in ("dense", "sparse")
@@ -177,7 +179,7 @@ def write(s: ModelSpec) -> dict:
 
 
 def _claims(s: ModelSpec) -> bool:
-    return s.mixer is not None and s.mixer.kind == "kimi_delta"
+    return s.mixer is not None and s.mixer.kind == "kimi_delta" and s.mixer.gates == "low_rank"
 
 
 _ATTN = "model.layers.{i}.self_attn"
