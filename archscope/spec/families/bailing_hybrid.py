@@ -22,7 +22,7 @@ from archscope.spec.families.base import rules
 from archscope.spec.families.gpt_oss import sliding_select
 from archscope.spec.families.kimi_linear import _ATTN, KIMI_LINEAR, _dense_layers, _key, _moe
 from archscope.spec.hf_keys import Keys, what
-from archscope.spec.hf_readers_base import _act, _rope, _select, mtp_layers
+from archscope.spec.hf_readers_base import _act, _rope, _select
 from archscope.spec.hf_writers_base import HF_ACT, rope_parameters
 from archscope.spec.schema import ModelSpec
 
@@ -70,7 +70,8 @@ def read(c: Keys) -> dict:
            "attention": {"kind": "mla", "n_heads": heads, "bias": c.flag("attention_bias"),
                          **{key: c.size(key, null=key == "q_lora_rank") for key in _MLA},
                          "head_gate": True},
-           "mtp_layers": mtp_layers(c)}
+           # the class's field is num_mtp_layers (attribute_map: num_nextn_predict_layers)
+           "mtp_layers": c.size(c.alias("num_mtp_layers", "num_nextn_predict_layers"), least=0)}
     dense = _dense_layers(c, n, field=True)
     mlp = {"kind": "swiglu", "d_ff": c.size("intermediate_size"), "activation": _act(c)}
     out["ffn"] = mlp if len(dense) == n else _moe(c)
