@@ -96,9 +96,12 @@ class KimiDeltaForgetGate(nn.Module):
         f = f.view(*x.shape[:2], -1, self.head_dim)
         rate = self.A_log.float().exp().view(1, 1, -1, 1)
         if self.lower_bound is not None:
-            return self.lower_bound * torch.sigmoid(rate * f)
-        # softplus, linear past 20 as transformers' (and FLA's) threshold
-        return -rate * F.softplus(f, threshold=20.0)
+            g = self.lower_bound * torch.sigmoid(rate * f)
+        else:  # softplus, linear past 20 as transformers' (and FLA's) threshold
+            g = -rate * F.softplus(f, threshold=20.0)
+        # Ling's gate hands the decay on in the activations' dtype (rounded in bf16); Kimi's
+        # in fp32
+        return g if hasattr(self, "f_a_proj") else g.to(x.dtype)
 
 
 class KimiDeltaAttention(nn.Module):

@@ -198,3 +198,28 @@ def test_preset_params_on_meta_equal_transformers_and_the_estimate():
     assert (kinds.count("full_attention"), kinds.count("linear_attention")) == (7, 20)
     # per sequence: 20 KDA layers of conv 12,288 x 4 (bf16) + 32 x 128 x 128 (fp32)
     assert state_bytes(spec, 1, "bf16") == 20 * (12_288 * 4 * 2 + 32 * 128 * 128 * 4)
+
+
+def ling(**changes):
+    """A Ling 3 hybrid: full-rank KDA gates with the bounded decay, MLA with RoPE and a head
+    gate on layers 1 and 3."""
+    mixer = dict(MIXER, gates="full_rank", gate_lower_bound=-5.0)
+    return kimi_linear(**{"position": dict(kind="rope", theta=10000.0), "mixer": mixer,
+                          "attention": dict(MLA, head_gate=True), **changes})
+
+
+@pytest.mark.slow
+def test_ling_prefill_decode_and_cache_bytes_in_bf16():
+    """BailingHybridForCausalLM: the logits over two scan chunks and the cached decode (fp32),
+    then in bf16 transformers' own cache after a prefill holds the estimate (conv window bf16,
+    recurrent state fp32)."""
+    spec, hf, ours, ids, reference = twin_case(ling(), T, prepare=random_correction_bias)
+    assert type(hf).__name__ == "BailingHybridForCausalLM"
+    with torch.no_grad():
+        assert max_diff(ours(ids), reference) < TOL
+    assert max_diff(stepwise(ours, ids, ours.new_cache(2, T)), reference) < TOL
+    theirs = transformers.AutoModelForCausalLM.from_config(hf.config, dtype=torch.bfloat16)
+    theirs.load_state_dict(hf.state_dict())
+    kv, held, conv, rec = _theirs(theirs.eval(), ids[:, :PREFILL])
+    assert (conv, rec) == ({torch.bfloat16}, {torch.float32})
+    assert (kv, held) == (kv_cache_bytes(spec, PREFILL, 2, "bf16"), state_bytes(spec, 2, "bf16"))
