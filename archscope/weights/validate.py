@@ -18,7 +18,7 @@ from torch import nn
 from archscope.errors import CheckpointError
 from archscope.spec.families.registry import find
 from archscope.weights.files import CheckpointFiles, listing
-from archscope.weights.mapping import Part, hf_to_ours, ours_to_hf
+from archscope.weights.mapping import Part, _regex, hf_to_ours, ours_to_hf
 
 
 def unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -61,6 +61,11 @@ def canonical_name(table, name: str, shape: tuple[int, ...], our_shapes: dict) -
     return next(iter(ours_to_hf(table, {our_name: tensor})), name)
 
 
+def _is_part(table, name: str) -> bool:
+    """Whether HF tensor `name` is a slice of one of ours (a `part` rule maps it)."""
+    return any(rule.part is not None and _regex(rule).match(name) for rule in table)
+
+
 def _slice_of(piece, whole) -> bool:
     """Whether shape `piece` is `whole` cut along one axis into equal slices."""
     differ = [i for i, (a, b) in enumerate(zip(piece, whole)) if a != b]
@@ -81,9 +86,8 @@ def check_tensors(table, model: nn.Module, ckpt: CheckpointFiles) -> set[str]:
         key = name if name in expected else canonical_name(table, name, info.shape, our_shapes)
         if key in expected:
             # a slice under an older name (a `part` alias) stands for the whole it fills
-            sliced = key != name and tuple(info.shape) != tuple(expected[key])
-            found[key] = expected[key] if sliced and _slice_of(info.shape, expected[key]) \
-                else info.shape
+            found[key] = (expected[key] if key != name and _is_part(table, name)
+                          and _slice_of(info.shape, expected[key]) else info.shape)
         elif key in aliases:
             skip.add(name)
         else:
