@@ -147,7 +147,8 @@ def check_divisible(spec: ModelSpec, tp: int, ep: int) -> None:
                 need(kv % tp == 0 or tp % kv == 0, "KV heads", kv, tp)
         if s is not None:
             heads = getattr(s, "n_heads", None) or getattr(s, "n_value_heads", None)
-            groups = getattr(s, "n_groups", None) or getattr(s, "n_key_heads", None)
+            groups = (getattr(s, "n_groups", None) or getattr(s, "n_key_heads", None)
+                      or heads)  # no groups (Kimi's KDA): each head its own
             need(heads % tp == 0, "state-mixer heads", heads, tp)
             need(groups % tp == 0 or tp % groups == 0, "state-mixer groups", groups, tp)
         if f is not None and f.kind == "moe":
@@ -179,7 +180,8 @@ def _shard(t: Tensor, spec: ModelSpec, tp: int, ep: int) -> tuple[int, int, int]
         return t.rows // tp, t.cols, t.copies
     if kind == "conv1d" and not bias:  # depthwise, per channel: its elements split by tp
         return 1, t.rows * t.cols // tp, t.copies
-    if kind in ("k_proj", "v_proj", "qkv_proj") and t.layer is not None:
+    if (kind in ("k_proj", "v_proj", "qkv_proj") and t.layer is not None
+            and spec.plan[t.layer].attention is not None):  # (a KDA's k/v: split as columns)
         if t.rows == 1:  # the projection's bias: its length is the rows'
             return 1, _kv_rows(t, spec, tp), t.copies
         return _kv_rows(t, spec, tp), t.cols, t.copies

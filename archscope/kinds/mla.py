@@ -48,6 +48,7 @@ def parts(attn, d: int):
         norm("attention.kv_a_layernorm", attn.kv_lora_rank),
         replace(kv_b, per_key=True),
         linear("attention.o_proj", h * attn.v_head_dim, d, attn.has_out_bias),
+        *([linear("attention.g_proj", d, h)] if attn.head_gate else []),  # Ling's head gate
         *indexer.parts(attn, d)]
 
 

@@ -8,8 +8,8 @@ strength beta_t in (0, 1) (Yang, Kautz and Hatamizadeh, "Gated Delta Networks", 
     S  = S' + k_t (beta_t (v_t - S'^T k_t))^T    write the correction to what S' predicts for k_t
     o_t = S^T q_t                       read
 
-Both functions take fp32 tensors laid out [batch, heads, tokens, dim] (g and beta without the
-last axis) and the state [batch, heads, key_head_dim, value_head_dim] in fp32, as transformers'
+The functions take fp32 tensors laid out [batch, heads, tokens, dim] (beta without the last
+axis; g too, except with a decay per key channel: `recurrent_step` and `chunked_per_channel`) and the state [batch, heads, key_head_dim, value_head_dim] in fp32, as transformers'
 torch path keeps it. Every product is a matmul, so FlopCounterMode sees the whole cost (the two
 triangular solves of the chunked form excepted: the counter has no rule for them).
 """
@@ -29,7 +29,9 @@ def l2_normalize(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
 def recurrent_step(q, k, v, g, beta, state):
     """One token (tokens axis of length 1): the recurrence above as three matmuls per head.
     Returns (output [B, H, 1, dv], new state)."""
-    state = state * g.exp()[..., None]  # g [B, H, 1] -> one factor per head
+    # g [B, H, 1]: one factor per head; [B, H, 1, d_k] (Kimi's per-channel decay): one per
+    # row of the state
+    state = state * (g.exp()[..., None] if g.dim() == 3 else g.exp().transpose(-1, -2))
     correction = (v - k @ state) * beta[..., None]
     state = state + k.transpose(-1, -2) @ correction
     return q @ state, state
@@ -78,6 +80,54 @@ def chunked(q, k, v, g, beta, state, chunk: int):
     q_from_start = q * gamma.exp()[..., None]  # reads S0 decayed to token i
     k_to_end = k * (gamma[..., -1:] - gamma).exp()[..., None]  # writes decayed to the chunk end
     chunk_decay = gamma[..., -1].exp()[..., None, None]
+
+    out = torch.empty_like(v)
+    for c in range(n_chunks):  # only this carry is sequential
+        corrections = u[:, :, c] - w[:, :, c] @ state
+        out[:, :, c] = q_from_start[:, :, c] @ state + scores[:, :, c] @ corrections
+        state = state * chunk_decay[:, :, c] + k_to_end[:, :, c].transpose(-1, -2) @ corrections
+    return out.reshape(batch, heads, -1, v.shape[-1])[:, :, :tokens], state
+
+
+def chunked_per_channel(q, k, v, g, beta, state, chunk: int):
+    """`chunked` with a decay per key channel (Kimi Delta Attention): g [B, H, T, d_k], and the
+    forget step S' = diag(exp(g_t)) S. With gamma_i the per-channel decay summed from the
+    chunk's start through token i, the pair (i, j) decays channel by channel, so the chunk's
+    k_i . k_j and q_i . k_j become sums over the channels of k_i k_j exp(gamma_i - gamma_j)
+    (j <= i; masked before the exp above the diagonal). The rest is `chunked`'s: the same
+    unit-triangular system for the corrections, and the state carried across chunks.
+    Padding is `chunked`'s too (zeros: a padded token writes and decays nothing)."""
+    batch, heads, tokens, _ = k.shape
+    pad = -tokens % chunk
+    if pad:
+        q, k, v, g = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v, g))
+        beta = F.pad(beta, (0, pad))
+    n_chunks = (tokens + pad) // chunk
+
+    def by_chunk(x):
+        return x.reshape(batch, heads, n_chunks, chunk, *x.shape[3:])
+
+    q, k, v, g, beta = map(by_chunk, (q, k, v, g, beta))
+    gamma = g.cumsum(-2)  # [B, H, N, C, d_k]
+    earlier = torch.ones(chunk, chunk, dtype=torch.bool, device=q.device).tril()
+    # [B, H, N, C, C, d_k]: channel-wise decay from token j to token i
+    decay = (gamma[..., :, None, :] - gamma[..., None, :, :]).masked_fill(
+        ~earlier[..., None], float("-inf")).exp()
+
+    def decayed(a, b):  # sum_d a_i[d] decay_ij[d] b_j[d]: a (1 x d_k) @ (d_k x 1) per (i, j),
+        # a matmul FlopCounterMode counts (2 * C*C*d_k a chunk, the estimate's intra terms)
+        return ((a[..., :, None, None, :] * decay[..., None, :]) @ b[..., None, :, :, None])[
+            ..., 0, 0]
+
+    k_beta = k * beta[..., None]
+    system = decayed(k_beta, k)  # A, and beta_i |k_i|^2 on the diagonal, ignored
+    u = torch.linalg.solve_triangular(system, v * beta[..., None], upper=False, unitriangular=True)
+    w = torch.linalg.solve_triangular(system, k_beta * gamma.exp(), upper=False,
+                                      unitriangular=True)
+    scores = decayed(q, k)
+    q_from_start = q * gamma.exp()
+    k_to_end = k * (gamma[..., -1:, :] - gamma).exp()
+    chunk_decay = gamma[..., -1, :].exp()[..., None]  # [B, H, N, d_k, 1]
 
     out = torch.empty_like(v)
     for c in range(n_chunks):  # only this carry is sequential

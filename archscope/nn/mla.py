@@ -97,6 +97,8 @@ class MLAttention(nn.Module):
         self.kv_a_layernorm = RMSNorm(self.latent, LATENT_NORM_EPS, spec.norm.unit_offset)
         self.kv_b_proj = Linear(self.latent, h * (self.nope + self.v_dim), bias=False)
         self.o_proj = Linear(h * self.v_dim, d, bias=attn.has_out_bias)
+        # Ling 3's sigmoid gate per head (attention.head_gate), registered after o_proj
+        self.g_proj = Linear(d, h, bias=False) if attn.head_gate else None
         self.scale = softmax_scale(spec, attn)
         # adjacent pairs (DeepSeek's) or half-split pairs (MiniCPM3's rotate_half)
         self.rotate = apply_rope if attn.rope_half_split else apply_rope_interleaved
@@ -118,9 +120,10 @@ class MLAttention(nn.Module):
         q_nope, q_rope = q.split([self.nope, self.rope_dim], dim=-1)
         latent, k_rope = self.kv_a_proj_with_mqa(x).split([self.latent, self.rope_dim], dim=-1)
         latent = self.kv_a_layernorm(latent)  # [B, T, kv_lora_rank]
-        cos, sin = rope
-        q_rope = self.rotate(q_rope, cos, sin)
-        k_rope = self.rotate(k_rope, cos, sin)  # [B, T, rope]: one key for all heads
+        if rope is not None:  # position.kind none (Kimi Linear's MLA): the key passes unrotated
+            cos, sin = rope
+            q_rope = self.rotate(q_rope, cos, sin)
+            k_rope = self.rotate(k_rope, cos, sin)  # [B, T, rope]: one key for all heads
         if self.temperature[0] is not None:  # the whole query, after RoPE (transformers')
             q_nope, q_rope = (tuned(part, start, self.temperature) for part in (q_nope, q_rope))
         held = {"latent": latent, "k_rope": k_rope}
@@ -133,6 +136,9 @@ class MLAttention(nn.Module):
         attention = self._absorbed if self.absorbs_at(start) else self._naive
         out = attention(q_nope, q_rope, held["latent"], held["k_rope"], start, key_pos,
                         selected)  # [B, H, T, v]
+        if self.g_proj is not None:  # the gate in fp32, cast back, as transformers'
+            gate = torch.sigmoid(self.g_proj(x).float()).to(x.dtype)  # [B, T, H]
+            out = out * gate.transpose(1, 2)[..., None]
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
     def _selected(self, x, q_latent, rope, held, start, key_pos):

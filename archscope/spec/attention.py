@@ -106,6 +106,9 @@ class AttentionSpec:
     # MLA: the decoupled RoPE dims rotate in half-split pairs (rotate_half, MiniCPM3's) instead
     # of adjacent pairs (null or false: DeepSeek's). No count depends on it.
     rope_half_split: bool | None = None
+    # MLA: a sigmoid gate per head on its output before o_proj, from g_proj d -> n_heads (Ling
+    # 3's BailingHybridAttention). null or false: none.
+    head_gate: bool | None = None
 
     MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
@@ -121,6 +124,7 @@ class AttentionSpec:
             object.__setattr__(self, "qk_norm_kind", None)  # the default: one spelling
         one_spelling(self, "sub_norm")
         one_spelling(self, "rope_half_split")
+        one_spelling(self, "head_gate")
         if self.temperature_offset == 1 and not isinstance(self.temperature_offset, bool):
             object.__setattr__(self, "temperature_offset", None)  # Llama 4's: one spelling
 
@@ -159,7 +163,8 @@ class AttentionSpec:
                     "required when kind is 'gqa' (often d_model / n_heads, but not always)")
             require(self.n_heads % self.n_kv_heads == 0, "n_kv_heads",
                     f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
-            absent_unless(self, "kind", "mla", *self.MLA_KEYS, "indexer", "rope_half_split")
+            absent_unless(self, "kind", "mla", *self.MLA_KEYS, "indexer", "rope_half_split",
+                          "head_gate")
             self._check_rotary_fraction()
         else:
             absent_unless(self, "kind", "gqa", "qk_norm", "qk_norm_kind", "qk_norm_after_rope",

@@ -9,11 +9,12 @@ layer's mixer unless its `layers` overrides say `mixer: attention` or `mixer: no
 from __future__ import annotations
 
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
+from archscope.spec.kimi_delta import KimiDeltaSpec
 from archscope.spec.lightning import LightningSpec
 from archscope.spec.mamba2 import Mamba2Spec
 from archscope.spec.rglru import RglruSpec
 
-StateMixerSpec = Mamba2Spec | GatedDeltaNetSpec | RglruSpec | LightningSpec
-STATE_KINDS = ("mamba2", "gated_deltanet", "rglru", "lightning")
+StateMixerSpec = Mamba2Spec | GatedDeltaNetSpec | RglruSpec | LightningSpec | KimiDeltaSpec
+STATE_KINDS = ("mamba2", "gated_deltanet", "rglru", "lightning", "kimi_delta")
 # a layer override's `mixer:` values besides the model's state kind
 ATTENTION, NONE = "attention", "none"

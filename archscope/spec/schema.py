@@ -110,8 +110,10 @@ class ModelSpec:
             key = "attention.head_dim" if a.head_dim == self.attention.head_dim else "layers"
             raise SpecError(f"RoPE rotates pairs of dims, so head_dim must be even, got "
                             f"{a.head_dim}", key=key)  # torch's rotation fails at run time
-        if layer.attention.kind == "mla" and self.position.kind != "rope":
-            raise SpecError("MLA's decoupled key needs position.kind 'rope'", key="position.kind")
+        if layer.attention.kind == "mla" and self.position.kind not in (
+                ("rope",) if layer.attention.indexer is not None else ("rope", "none")):
+            raise SpecError("MLA's decoupled key is rotated (position.kind 'rope') or passes "
+                            "unrotated (position.kind 'none', Kimi Linear's)", key="position.kind")
         if layer.attention.rotary_fraction != self.attention.rotary_fraction:
             raise SpecError(f"layer {layer.index} sets rotary_fraction "
                             f"{layer.attention.rotary_fraction}, the model "

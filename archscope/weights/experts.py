@@ -66,8 +66,8 @@ def merged_view(ckpt: CheckpointFiles, model_type: str) -> CheckpointFiles:
             target = dst.replace("{i}", m["i"])
             pieces.setdefault(target, []).append(Piece(name, int(m["j"]), half, n, info))
             continue
-        rename = next((dst.replace("{i}", m["i"]) for rx, dst in renames if (m := rx.match(name))),
-                      None)
+        rename = next((dst.replace("{i}", m.groupdict().get("i") or "")  # (a name without {i})
+                       for rx, dst in renames if (m := rx.match(name))), None)
         if rename is not None:
             renamed[name] = rename
         tensors[rename or name] = info

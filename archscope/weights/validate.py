@@ -18,7 +18,7 @@ from torch import nn
 from archscope.errors import CheckpointError
 from archscope.spec.families.registry import find
 from archscope.weights.files import CheckpointFiles, listing
-from archscope.weights.mapping import Part, hf_to_ours, ours_to_hf
+from archscope.weights.mapping import Part, _regex, hf_to_ours, ours_to_hf
 
 
 def unique_parameters(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -51,10 +51,25 @@ def _alias_hf_names(table, model: nn.Module) -> set[str]:
 def canonical_name(table, name: str, shape: tuple[int, ...], our_shapes: dict) -> str:
     """An older alias name (a table rule marked `alias`) as its current HF name."""
     ours, unmatched = hf_to_ours(table, {name: torch.empty(shape, device="meta")}, our_shapes)
-    if unmatched or len(ours) != 1 or isinstance(next(iter(ours.values())), Part):
-        return name  # a slice of one of ours (a `part` rule) has no other name
+    if unmatched or len(ours) != 1:
+        return name
     (our_name, tensor), = ours.items()
+    if isinstance(tensor, Part):  # an older name of a slice (Kimi's q/k/v_conv1d): the whole's
+        if our_name not in our_shapes:
+            return name
+        tensor = torch.empty(our_shapes[our_name], device="meta")
     return next(iter(ours_to_hf(table, {our_name: tensor})), name)
+
+
+def _is_part(table, name: str) -> bool:
+    """Whether HF tensor `name` is a slice of one of ours (a `part` rule maps it)."""
+    return any(rule.part is not None and _regex(rule).match(name) for rule in table)
+
+
+def _slice_of(piece, whole) -> bool:
+    """Whether shape `piece` is `whole` cut along one axis into equal slices."""
+    differ = [i for i, (a, b) in enumerate(zip(piece, whole)) if a != b]
+    return len(piece) == len(whole) and len(differ) == 1 and whole[differ[0]] % piece[differ[0]] == 0
 
 
 def check_tensors(table, model: nn.Module, ckpt: CheckpointFiles) -> set[str]:
@@ -70,7 +85,9 @@ def check_tensors(table, model: nn.Module, ckpt: CheckpointFiles) -> set[str]:
     for name, info in ckpt.tensors.items():
         key = name if name in expected else canonical_name(table, name, info.shape, our_shapes)
         if key in expected:
-            found[key] = info.shape
+            # a slice under an older name (a `part` alias) stands for the whole it fills
+            found[key] = (expected[key] if key != name and _is_part(table, name)
+                          and _slice_of(info.shape, expected[key]) else info.shape)
         elif key in aliases:
             skip.add(name)
         else:

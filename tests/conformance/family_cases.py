@@ -512,3 +512,46 @@ FAMILY_CASES = [
                                **{f"{sub}_beta_factor": 0.75 for sub in
                                   ("full_attn", "linear_attn", "mlp")})),
 ]
+
+
+def _kimi_linear_gap(spec, batch: int, tokens: int) -> int:
+    """Per KDA layer and sequence: the estimate's intra-chunk k.k and q.k products and its
+    triangular solve, which transformers' torch path forms as elementwise products summed over
+    the channels and a row loop (FlopCounterMode counts neither), plus the two matmuls that
+    path runs with the solved system instead (attn @ v_beta, attn @ k_beta: 2 * P*C*2h*H,
+    counted there, not in the estimate), less the conv's dropped outputs (tests/nn/
+    test_kimi_delta.py)."""
+    from archscope.kinds import kimi_delta as kda
+
+    m = spec.mixer
+    scan = kda.scan_flops(m, tokens)
+    padded = kda.n_chunks(m, tokens) * m.chunk_size
+    theirs_only = 2 * padded * m.chunk_size * 2 * m.head_dim * m.n_heads
+    conv = 2 * (m.conv_kernel - 1) * m.conv_kernel * m.conv_dim
+    return _mamba_layers(spec) * batch * (scan["intra_kk"] + scan["intra_qk"] + scan["ut_solve"]
+                                          - theirs_only - conv)
+
+
+FAMILY_CASES += [
+    FamilyCase("kimi_linear", dict({k: v for k, v in _DEEPSEEK.items()
+                                    if k not in ("n_routed_experts", "first_k_dense_replace")},
+                                   num_local_experts=4, num_hidden_layers=4, q_lora_rank=None,
+                                   layer_types=["linear_attention", "full_attention",
+                                                "linear_attention", "full_attention"],
+                                   mlp_layer_types=["dense", "sparse", "sparse", "sparse"],
+                                   linear_num_heads=2, linear_head_dim=8,
+                                   linear_conv_kernel_dim=4, **NO_IDS),
+               flops_gap=_kimi_linear_gap, decode_tolerance=2e-4,
+               prepare=random_correction_bias),
+    # Ling 3: full-rank KDA gates, the bounded decay; MLA with RoPE and a head gate on every
+    # second layer, a dense first layer
+    FamilyCase("bailing_hybrid", dict(SHAPE, num_hidden_layers=4, num_attention_heads=2,
+                                      head_dim=8, short_conv_kernel_size=4, layer_group_size=2,
+                                      first_k_dense_replace=1, num_local_experts=4,
+                                      num_experts_per_tok=2, n_group=2, topk_group=1,
+                                      moe_intermediate_size=32, kv_lora_rank=16,
+                                      qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8,
+                                      num_mtp_layers=0, **NO_IDS),
+               flops_gap=_kimi_linear_gap, decode_tolerance=2e-4,
+               prepare=random_correction_bias),
+]

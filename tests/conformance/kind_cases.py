@@ -116,6 +116,18 @@ KIND_CASES = {
                          "norm": {"position": "normed_residual"},
                          "multipliers": {"skip": 1.5, "residual": 0.75},
                          "layers": [{"select": [1], "mixer": "attention"}]},
+    # Kimi Linear: KDA (a decay per key channel) with NoPE MLA on layer 1, chunks of 4
+    "kimi-delta-hybrid-nope-mla": {
+        "mixer": {"kind": "kimi_delta", "n_heads": 2, "head_dim": 8, "conv_kernel": 4,
+                  "chunk_size": 4},
+        "position": {"kind": "none"}, "attention": _MLA,
+        "layers": [{"select": [1], "mixer": "attention"}]},
+    # Ling 3: KDA with full-rank gates and a bounded decay, MLA with RoPE and a head gate
+    "kimi-delta-full-rank-head-gated-mla": {
+        "mixer": {"kind": "kimi_delta", "n_heads": 2, "head_dim": 8, "conv_kernel": 4,
+                  "chunk_size": 4, "gates": "full_rank", "gate_lower_bound": -5.0},
+        "attention": {**_MLA, "head_gate": True},
+        "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 

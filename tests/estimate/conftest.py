@@ -87,7 +87,8 @@ _MIXER = {"mamba2": {"n_heads": 4, "head_dim": 8, "d_state": 8, "chunk_size": 4}
           # RecurrentGemma's gates have as many blocks as attention has heads (4 here)
           "rglru": {"lru_width": 48, "n_heads": 4},
           # lightning: blocks of 4 (a 10-token prompt runs 4 + 4 + 2)
-          "lightning": {"n_heads": 4, "head_dim": 8, "block_size": 4}}
+          "lightning": {"n_heads": 4, "head_dim": 8, "block_size": 4},
+          "kimi_delta": {"n_heads": 2, "head_dim": 8}}  # Kimi's scan: 64 too
 
 
 def _shrink_mixer(x: dict) -> dict:

@@ -90,7 +90,8 @@ def test_recompute_mla_flops(name, tiny_variant):
     model = build_or_skip(spec, "cpu", mla_decode_form="recompute")
     ids = prompt(spec)
     expected = prefill_flops(spec, PROMPT, BATCH, attention="full", mla="naive").total
-    assert counted_flops(lambda: model(ids)) == expected
+    # (a hybrid's chunked triangular solves are uncounted, as in the full prefill above)
+    assert counted_flops(lambda: model(ids)) == expected - BATCH * uncounted_solves(spec)
     cache = model.new_cache(BATCH, spec.max_seq_len)
     with torch.no_grad():
         model(prompt(spec, PROMPT - 1), cache)
