@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
 from archscope.spec.mamba2 import Mamba2Spec
+from archscope.spec.short_conv import ShortConvSpec
 
-StateMixerSpec = Mamba2Spec | GatedDeltaNetSpec
-STATE_KINDS = ("mamba2", "gated_deltanet")
+StateMixerSpec = Mamba2Spec | GatedDeltaNetSpec | ShortConvSpec
+STATE_KINDS = ("mamba2", "gated_deltanet", "short_conv")
 # a layer override's `mixer:` values besides the model's state kind
 ATTENTION, NONE = "attention", "none"
