@@ -474,4 +474,15 @@ FAMILY_CASES = [
                                 routed_scaling_factor=1.5, conv_L_cache=4,
                                 layer_types=["conv", "full_attention", "conv", "conv"], **NO_IDS),
                flops_gap=dropped_conv_outputs(_mamba_layers), prepare=random_expert_bias),
+    # LFM2-MoE without the expert bias (plain top-k of sigmoid scores, not renormalised), every
+    # layer MoE; LFM2 from layer_types and the older tie_embedding key
+    FamilyCase("lfm2_moe", dict(SHAPE, num_hidden_layers=3, num_dense_layers=0, num_experts=4,
+                                num_experts_per_tok=2, moe_intermediate_size=32,
+                                use_expert_bias=False, norm_topk_prob=False,
+                                layer_types=["full_attention", "conv", "conv"], **NO_IDS),
+               name="lfm2_moe-unbiased", flops_gap=dropped_conv_outputs(_mamba_layers)),
+    FamilyCase("lfm2", dict(SHAPE, num_hidden_layers=3, block_auto_adjust_ff_dim=False,
+                            layer_types=["conv", "conv", "full_attention"], tie_embedding=True,
+                            **NO_IDS),
+               name="lfm2-types", flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]
