@@ -102,6 +102,10 @@ KIND_CASES = {
     "mla-half-split-rope": {"attention": {**_MLA, "rope_half_split": True}},
     # Apertus: a two-matrix MLP with xIELU (alpha_p, alpha_n learned per MLP)
     "mlp-xielu": {"ffn": {"kind": "mlp", "d_ff": 48, "activation": "xielu"}},
+    # LFM2: the gated short conv (biases on) on layer 0, attention on layer 1
+    "short-conv-hybrid": {"mixer": {"kind": "short_conv", "width": 32, "conv_kernel": 3,
+                                    "bias": True},
+                          "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 
