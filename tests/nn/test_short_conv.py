@@ -20,7 +20,8 @@ from archscope.estimate.state import state_bytes
 from archscope.kinds import short_conv as sc
 from archscope.measure.reference import cache_kwargs, returned_cache
 from archscope.nn.cache import LayerCache
-from parity import max_diff, slots_in_use_bytes, tiny_spec, twin_case
+from parity import (checked_preset, max_diff, slots_in_use_bytes, their_active_params, tiny_spec,
+                    twin_case)
 
 TOL = 1e-4
 T, PREFILL = 20, 9
@@ -127,3 +128,25 @@ def test_decode_flops_against_transformers(setup):
     conv = sc.decode_flops(spec.mixer, spec.d_model)["conv"]
     estimated = decode_flops(spec, PREFILL + 1, batch=batch).total
     assert counter.get_total_flops() - estimated == _conv_layers(spec) * batch * conv
+
+
+def test_lfm2_preset_on_meta_equals_transformers_and_the_card():
+    """LFM2-2.6B: archscope's build = transformers' Lfm2ForCausalLM = the estimate = the
+    model card's 2,569,272,320; its state is 22 conv windows of 2048 x 3, in bf16 12 KiB each."""
+    spec, p, theirs = checked_preset("lfm2-2.6b", "Lfm2ForCausalLM")
+    assert p.total == 2_569_272_320
+    assert [layer.layer_type for layer in spec.plan].count("full_attention") == 8
+    assert state_bytes(spec, 1, "bf16") == 22 * 2048 * 3 * 2
+    assert theirs.config.layer_types == ["conv" if layer.state is not None else "full_attention"
+                                         for layer in spec.plan]
+
+
+def test_lfm2_moe_preset_on_meta_equals_transformers():
+    """LFM2-8B-A1B: archscope's build = transformers' Lfm2MoeForCausalLM = the estimate, total
+    and active; transformers' own active count agrees. The card says "8.3B total, 1.5B active":
+    8.34B here, and 1.56B active with the (tied) embedding counted."""
+    spec, p, theirs = checked_preset("lfm2-8b-a1b", "Lfm2MoeForCausalLM")
+    assert (p.total, p.active) == (8_339_929_856, 1_557_740_288)
+    assert p.active == their_active_params(theirs, 4)
+    assert [type(layer.feed_forward).__name__ for layer in theirs.model.layers[:3]] == \
+        ["Lfm2MoeMLP", "Lfm2MoeMLP", "Lfm2MoeSparseMoeBlock"]
