@@ -83,7 +83,8 @@ def _shrink_ffn(f: dict) -> dict:
 # prompt spans three). The Gated DeltaNet keeps its 64: transformers' class has no key for it
 # and always scans in chunks of 64, so the export refuses another.
 _MIXER = {"mamba2": {"n_heads": 4, "head_dim": 8, "d_state": 8, "chunk_size": 4},
-          "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8}}
+          "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8},
+          "short_conv": {"width": 32}}  # LFM2's: the shrunk d_model, as transformers builds it
 
 
 def _shrink_mixer(x: dict) -> dict:
