@@ -150,3 +150,32 @@ def test_lfm2_moe_preset_on_meta_equals_transformers():
     assert p.active == their_active_params(theirs, 4)
     assert [type(layer.feed_forward).__name__ for layer in theirs.model.layers[:3]] == \
         ["Lfm2MoeMLP", "Lfm2MoeMLP", "Lfm2MoeSparseMoeBlock"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset,sets", [
+    ("lfm2-2.6b", ["ffn.d_ff=96"]),
+    ("lfm2-8b-a1b", ["ffn.n_experts=4", "ffn.top_k=2", "ffn.d_expert=32"]),
+])
+def test_make_checkpoint_of_a_preset_loads_in_transformers_and_generates(setup, tmp_path,
+                                                                         run_cli, preset, sets):
+    """make-checkpoint of a narrowed preset (every layer kept, so its layer pattern and dense
+    layers are the preset's) loads in transformers with the same logits, and `generate`
+    decodes from it through the conv state."""
+    from archscope.weights import load_checkpoint
+
+    folder = tmp_path / "ours"
+    sets = [*sets, "vocab_size=512", "d_model=64", "mixer.width=64", "attention.n_heads=4",
+            "attention.n_kv_heads=2", "attention.head_dim=16"]
+    code, _, err = run_cli("make-checkpoint", preset, "--weights", str(folder), "--dtype",
+                           "fp32", *[a for s in sets for a in ("--set", s)])
+    assert code == 0, err
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    mine, _ = load_checkpoint(folder)
+    short = setup[3][:, :9] % 512
+    with torch.no_grad():
+        assert max_diff(mine(short), theirs(short).logits) < TOL
+    code, out, err = run_cli("generate", "--weights", str(folder), "--device", "cpu",
+                             "--new-tokens", "4", "Hello")
+    assert code == 0, err
+    assert "4 new" in err
