@@ -55,7 +55,7 @@ from archscope.estimate.tensors import Tensor, weight_tensors
 from archscope.spec import ModelSpec
 
 COLUMN = ("q_proj", "k_proj", "v_proj", "qkv_proj", "gate_proj", "up_proj", "gate_up_proj",
-          "q_b_proj", "kv_b_proj", "conv1d")
+          "q_b_proj", "kv_b_proj", "conv1d", "conv")  # conv: the short conv's (LFM2)
 ROW = ("o_proj", "down_proj", "out_proj")
 VOCAB = ("embedding", "lm_head")
 LOOKUP = ("embedding", "positional")  # a decode step reads a few rows, not the table
@@ -149,8 +149,11 @@ def check_divisible(spec: ModelSpec, tp: int, ep: int) -> None:
             heads = getattr(s, "n_heads", None) or getattr(s, "n_value_heads", None)
             groups = (getattr(s, "n_groups", None) or getattr(s, "n_key_heads", None)
                       or heads)  # no groups (Kimi's KDA): each head its own
-            need(heads % tp == 0, "state-mixer heads", heads, tp)
-            need(groups % tp == 0 or tp % groups == 0, "state-mixer groups", groups, tp)
+            if heads is None:  # no heads (the short conv): its channels split
+                need(s.conv_dim % tp == 0, "state-mixer channels", s.conv_dim, tp)
+            else:
+                need(heads % tp == 0, "state-mixer heads", heads, tp)
+                need(groups % tp == 0 or tp % groups == 0, "state-mixer groups", groups, tp)
         if f is not None and f.kind == "moe":
             need(f.n_experts % ep == 0, "experts", f.n_experts, ep)
             shared = f.d_shared or (f.n_shared_experts or 0) * f.d_expert
@@ -178,7 +181,7 @@ def _shard(t: Tensor, spec: ModelSpec, tp: int, ep: int) -> tuple[int, int, int]
         return t.rows // inner, t.cols, t.copies // ep
     if t.role in VOCAB:
         return t.rows // tp, t.cols, t.copies
-    if kind == "conv1d" and not bias:  # depthwise, per channel: its elements split by tp
+    if kind in ("conv1d", "conv") and not bias:  # depthwise, per channel: its elements split by tp
         return 1, t.rows * t.cols // tp, t.copies
     if (kind in ("k_proj", "v_proj", "qkv_proj") and t.layer is not None
             and spec.plan[t.layer].attention is not None):  # (a KDA's k/v: split as columns)

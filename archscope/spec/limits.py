@@ -79,6 +79,7 @@ INT_LIMITS: dict[str, int] = {
     "value_head_dim": 4_096,
     "conv_kernel": 1_024,
     "chunk_size": 1_048_576,
+    "width": 65_536,  # the short conv's channels (LFM2: hidden_size), d_model's bound
     # A layer index in `layers[K].select`: below n_layers (checked against the model later).
     "select": 1_024,
 }

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+import torch
+
 from parity import larger_sinks, random_correction_bias  # (a case's prepare)
 
 # shapes most cases share: 2 layers, width 64, 4 query and 2 KV heads of 16
@@ -131,6 +133,14 @@ _LONGROPE = dict(rope_type="longrope", rope_theta=1e4, partial_rotary_factor=0.5
                  short_factor=[1.0, 1.3, 2.1, 3.7], long_factor=[1.1, 2.5, 6.0, 14.0])
 _MAMBA = dict(mamba_n_heads=4, mamba_d_head=32, mamba_expand=2, mamba_d_state=8,
               mamba_n_groups=2, mamba_d_conv=4, mamba_chunk_size=8)
+
+def random_expert_bias(hf, seed: int = 7) -> None:
+    """LFM2-MoE's selection-only expert_bias (a buffer hf_model leaves at zero), random."""
+    generator = torch.Generator().manual_seed(seed)
+    for name, b in hf.named_buffers():
+        if name.endswith("feed_forward.expert_bias"):
+            b.copy_(0.5 * torch.randn(b.shape, generator=generator))
+
 
 FAMILY_CASES = [
     FamilyCase("llama", dict(SHAPE, attention_bias=True, mlp_bias=True)),
@@ -554,4 +564,27 @@ FAMILY_CASES += [
                                       num_mtp_layers=0, **NO_IDS),
                flops_gap=_kimi_linear_gap, decode_tolerance=2e-4,
                prepare=random_correction_bias),
+    # LFM2: short-conv layers (conv_bias on) but layer 1, Lfm2MLP's width computed from
+    # intermediate_size: int(2 * 144 / 3) = 96, * 1.25 = 120, up to a multiple of 32: 128
+    FamilyCase("lfm2", dict(SHAPE, num_hidden_layers=3, intermediate_size=144, full_attn_idxs=[1],
+                            conv_bias=True, conv_L_cache=3, block_multiple_of=32,
+                            block_ffn_dim_multiplier=1.25, norm_eps=1e-5, **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
+    # LFM2-MoE: a dense first layer, then a sigmoid router choosing by score + expert_bias
+    FamilyCase("lfm2_moe", dict(SHAPE, num_hidden_layers=4, num_dense_layers=1, num_experts=4,
+                                num_experts_per_tok=2, moe_intermediate_size=32,
+                                routed_scaling_factor=1.5, conv_L_cache=4,
+                                layer_types=["conv", "full_attention", "conv", "conv"], **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers), prepare=random_expert_bias),
+    # LFM2-MoE without the expert bias (plain top-k of sigmoid scores, not renormalised), every
+    # layer MoE; LFM2 from layer_types and the older tie_embedding key
+    FamilyCase("lfm2_moe", dict(SHAPE, num_hidden_layers=3, num_dense_layers=0, num_experts=4,
+                                num_experts_per_tok=2, moe_intermediate_size=32,
+                                use_expert_bias=False, norm_topk_prob=False,
+                                layer_types=["full_attention", "conv", "conv"], **NO_IDS),
+               name="lfm2_moe-unbiased", flops_gap=dropped_conv_outputs(_mamba_layers)),
+    FamilyCase("lfm2", dict(SHAPE, num_hidden_layers=3, block_auto_adjust_ff_dim=False,
+                            layer_types=["conv", "conv", "full_attention"], tie_embedding=True,
+                            **NO_IDS),
+               name="lfm2-types", flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]

@@ -128,6 +128,10 @@ KIND_CASES = {
                   "chunk_size": 4, "gates": "full_rank", "gate_lower_bound": -5.0},
         "attention": {**_MLA, "head_gate": True},
         "layers": [{"select": [1], "mixer": "attention"}]},
+    # LFM2: the gated short conv (biases on) on layer 0, attention on layer 1
+    "short-conv-hybrid": {"mixer": {"kind": "short_conv", "width": 32, "conv_kernel": 3,
+                                    "bias": True},
+                          "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 

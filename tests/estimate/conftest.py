@@ -88,7 +88,8 @@ _MIXER = {"mamba2": {"n_heads": 4, "head_dim": 8, "d_state": 8, "chunk_size": 4}
           "rglru": {"lru_width": 48, "n_heads": 4},
           # lightning: blocks of 4 (a 10-token prompt runs 4 + 4 + 2)
           "lightning": {"n_heads": 4, "head_dim": 8, "block_size": 4},
-          "kimi_delta": {"n_heads": 2, "head_dim": 8}}  # Kimi's scan: 64 too
+          "kimi_delta": {"n_heads": 2, "head_dim": 8},  # Kimi's scan: 64 too
+          "short_conv": {"width": 32}}  # LFM2's: the shrunk d_model, as transformers builds it
 
 
 def _shrink_mixer(x: dict) -> dict:

@@ -25,6 +25,7 @@ MAMBA2 = dict(kind="mamba2", n_heads=8, head_dim=8, d_state=8, n_groups=2, conv_
 DELTANET = dict(kind="gated_deltanet", n_key_heads=2, n_value_heads=4, key_head_dim=8,
                 value_head_dim=8, conv_kernel=4, chunk_size=4)
 RGLRU = dict(kind="rglru", lru_width=48, n_heads=4, conv_kernel=4)
+SHORT_CONV = dict(kind="short_conv", width=64, conv_kernel=3, bias=True)  # d_model's width
 # layer 1 attends, layer 2 has no FFN (a mixer-only block), layer 3 no mixer (MLP only)
 PATTERN = [dict(select=[1], mixer="attention"), dict(select=[2], ffn="none"),
            dict(select=[3], mixer="none")]
@@ -86,8 +87,8 @@ def test_parameters_of_the_built_model_equal_the_estimate(spec):
         p.numel() for n, p in names.items() if ".mixer." in n)
 
 
-@pytest.mark.parametrize("mixer", [MAMBA2, DELTANET, RGLRU],
-                         ids=["mamba2", "gated_deltanet", "rglru"])
+@pytest.mark.parametrize("mixer", [MAMBA2, DELTANET, RGLRU, SHORT_CONV],
+                         ids=["mamba2", "gated_deltanet", "rglru", "short_conv"])
 def test_cached_decoding_equals_one_pass(mixer):
     """The prompt spans chunks of the scan; each later token runs the one-step recurrence."""
     model = build_model(hybrid(mixer), seed=3)
