@@ -9,9 +9,10 @@ layer's mixer unless its `layers` overrides say `mixer: attention` or `mixer: no
 from __future__ import annotations
 
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
+from archscope.spec.mamba1 import MambaSpec
 from archscope.spec.mamba2 import Mamba2Spec
 
-StateMixerSpec = Mamba2Spec | GatedDeltaNetSpec
-STATE_KINDS = ("mamba2", "gated_deltanet")
+StateMixerSpec = Mamba2Spec | GatedDeltaNetSpec | MambaSpec
+STATE_KINDS = ("mamba2", "gated_deltanet", "mamba1")
 # a layer override's `mixer:` values besides the model's state kind
 ATTENTION, NONE = "attention", "none"

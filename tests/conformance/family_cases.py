@@ -452,4 +452,9 @@ FAMILY_CASES = [
                                 scale_emb=3.0, scale_depth=1.4, dim_model_base=16,
                                 attention_bias=True, **NO_IDS)),
     FamilyCase("apertus", dict(SHAPE, attention_bias=True, hidden_act="xielu")),
+    # Mamba-1: a pure stack, projection biases, dt_rank away from ceil(64 / 16), a 3-tap conv
+    FamilyCase("mamba", dict(vocab_size=97, hidden_size=64, num_hidden_layers=2, state_size=8,
+                             expand=2, conv_kernel=3, time_step_rank=6, use_bias=True,
+                             tie_word_embeddings=False, **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]

@@ -102,6 +102,11 @@ KIND_CASES = {
     "mla-half-split-rope": {"attention": {**_MLA, "rope_half_split": True}},
     # Apertus: a two-matrix MLP with xIELU (alpha_p, alpha_n learned per MLP)
     "mlp-xielu": {"ffn": {"kind": "mlp", "d_ff": 48, "activation": "xielu"}},
+    # Mamba-1 (Jamba's: weighted dt/B/C norms) beside an attention layer
+    "mamba1-hybrid": {"mixer": {"kind": "mamba1", "d_inner": 64, "dt_rank": 3, "d_state": 6,
+                                "conv_kernel": 3, "dt_bc_norm": "weighted"},
+                      "position": {"kind": "none"},
+                      "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 

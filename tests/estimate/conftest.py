@@ -83,7 +83,9 @@ def _shrink_ffn(f: dict) -> dict:
 # prompt spans three). The Gated DeltaNet keeps its 64: transformers' class has no key for it
 # and always scans in chunks of 64, so the export refuses another.
 _MIXER = {"mamba2": {"n_heads": 4, "head_dim": 8, "d_state": 8, "chunk_size": 4},
-          "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8}}
+          "gated_deltanet": {"n_key_heads": 2, "key_head_dim": 8, "value_head_dim": 8},
+          # Mamba-1: twice the shrunk d_model (the families size it as expand * d_model)
+          "mamba1": {"d_inner": 64, "dt_rank": 4, "d_state": 8}}
 
 
 def _shrink_mixer(x: dict) -> dict:
