@@ -73,13 +73,16 @@ def only_mamba_blocks(s: ModelSpec, norm: str = "none") -> bool:
             and all(layer.state is not None and layer.ffn is None for layer in s.plan))
 
 
-def write(s: ModelSpec) -> dict:
-    """MambaConfig's keys for `s`. What Mamba cannot build (an FFN or attention layer, a
-    position encoding, a width that is no whole multiple of d_model) is named here or by the
-    exporter's read-back comparison."""
+def write(s: ModelSpec, norm: str = "none", model: str = "Mamba") -> dict:
+    """MambaConfig's keys for `s` (`norm`: the dt/B/C norms the class builds). What the class
+    cannot build (an FFN or attention layer, a position encoding, a width that is no whole
+    multiple of d_model) is named here or by the exporter's read-back comparison."""
     m = s.mixer
     if m is None or m.kind != "mamba1":
-        raise SpecError("transformers' Mamba builds Mamba-1 mixers only", key="mixer.kind")
+        raise SpecError(f"transformers' {model} builds Mamba-1 mixers only", key="mixer.kind")
+    if m.dt_bc_norm != norm:
+        raise SpecError(f"transformers' {model} normalises dt, B and C as {norm!r}, not "
+                        f"{m.dt_bc_norm!r}", key="mixer.dt_bc_norm")
     if m.d_inner % s.d_model:
         raise SpecError(f"transformers sizes the mixer as expand (an integer) * hidden_size; "
                         f"d_inner {m.d_inner} is no multiple of d_model {s.d_model}",
@@ -117,5 +120,5 @@ KEY_FIELDS = frozen({"state_size": "d_state", "time_step_rank": "dt_rank",
 MAMBA = Family(
     "mamba", "MambaForCausalLM", read=read, write=write, exports=only_mamba_blocks,
     mixers=("mamba1",), weights=WEIGHTS, spec_keys=SPEC_KEYS, key_fields=KEY_FIELDS,
-    names=("mamba",), doc="a pure Mamba-1 stack: x + mixer(norm(x)), no attention, no FFN")
+    doc="a pure Mamba-1 stack: x + mixer(norm(x)), no attention, no FFN")
 FAMILIES = (MAMBA,)
