@@ -146,10 +146,13 @@ def check_divisible(spec: ModelSpec, tp: int, ep: int) -> None:
                 kv = a.n_kv_heads
                 need(kv % tp == 0 or tp % kv == 0, "KV heads", kv, tp)
         if s is not None:
-            heads = getattr(s, "n_heads", None) or getattr(s, "n_value_heads", None)
+            # a mixer without heads (Mamba-1) splits by channel, its B and C replicated
+            heads = (getattr(s, "n_heads", None) or getattr(s, "n_value_heads", None)
+                     or s.d_inner)
             groups = getattr(s, "n_groups", None) or getattr(s, "n_key_heads", None)
             need(heads % tp == 0, "state-mixer heads", heads, tp)
-            need(groups % tp == 0 or tp % groups == 0, "state-mixer groups", groups, tp)
+            if groups is not None:
+                need(groups % tp == 0 or tp % groups == 0, "state-mixer groups", groups, tp)
         if f is not None and f.kind == "moe":
             need(f.n_experts % ep == 0, "experts", f.n_experts, ep)
             shared = f.d_shared or (f.n_shared_experts or 0) * f.d_expert

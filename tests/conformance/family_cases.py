@@ -457,9 +457,10 @@ FAMILY_CASES = [
                              expand=2, conv_kernel=3, time_step_rank=6, use_bias=True,
                              tie_word_embeddings=False, **NO_IDS),
                flops_gap=dropped_conv_outputs(_mamba_layers)),
-    # Falcon-Mamba: Mamba + weightless dt/B/C norms, an eps large enough to matter, tied head
+    # Falcon-Mamba: Mamba + weightless dt/B/C norms, an eps large enough to matter, tied head;
+    # expand 16 beside an intermediate_size that wins (as TII's files have them), no multiple
     FamilyCase("falcon_mamba", dict(vocab_size=97, hidden_size=64, num_hidden_layers=2,
-                                    state_size=6, expand=2, conv_kernel=4, mixer_rms_eps=1e-3,
-                                    **NO_IDS),
+                                    state_size=6, expand=16, intermediate_size=96, conv_kernel=4,
+                                    mixer_rms_eps=1e-3, **NO_IDS),
                flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]

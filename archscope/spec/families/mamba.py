@@ -9,8 +9,9 @@ spec that is the model's `mixer` (kind mamba1, keys as spec/mamba.py's table say
 A spec must hold an `attention` and an `ffn` even where no layer has them: these families
 write the fixed, unused ones of UNUSED (no layer builds or counts them; `show` lists none).
 
-Keys read by no module, so neither read nor written: intermediate_size (MambaConfig recomputes
-it as expand * hidden_size, whatever the file says), residual_in_fp32 (transformers then keeps
+The mixer's width is the file's intermediate_size where it has one (transformers sets it over
+the expand * hidden_size its __post_init__ computed), else expand * hidden_size. Keys read by
+no module, so neither read nor written: residual_in_fp32 (transformers then keeps
 the residual stream in fp32 under bf16 weights, archscope in the weights' dtype: the same in
 fp32, a bf16 rounding apart in bf16, no count changes), use_mambapy and use_associative_scan
 (other implementations of the same scan), the dt init keys (time_step_scale/min/max/floor/
@@ -48,10 +49,19 @@ def silu_conv(c: Keys, key: str = "hidden_act") -> None:
                            f"only, {what(act)}")
 
 
+def inner(c: Keys, d: int) -> int:
+    """The mixer's width: the file's intermediate_size where it has one (transformers sets it
+    after __post_init__ computed expand * hidden_size, so it wins: TII's Falcon-Mamba files say
+    expand 16 beside intermediate_size 8192, and 8192 is what loads), else expand * hidden_size."""
+    if c.raw.get("intermediate_size") is not None:
+        return c.size("intermediate_size")
+    return c.size("expand") * d
+
+
 def mixer(c: Keys, d: int) -> dict:
     """MambaMixer's keys (FalconMambaMixer's too)."""
     silu_conv(c)
-    return {"kind": "mamba1", "d_inner": c.size("expand") * d, "d_state": c.size("state_size"),
+    return {"kind": "mamba1", "d_inner": inner(c, d), "d_state": c.size("state_size"),
             "dt_rank": auto_rank(c, "time_step_rank", d), "conv_kernel": c.size("conv_kernel"),
             "conv_bias": c.flag("use_conv_bias"), "proj_bias": c.flag("use_bias")}
 
@@ -83,14 +93,14 @@ def write(s: ModelSpec, norm: str = "none", model: str = "Mamba") -> dict:
     if m.dt_bc_norm != norm:
         raise SpecError(f"transformers' {model} normalises dt, B and C as {norm!r}, not "
                         f"{m.dt_bc_norm!r}", key="mixer.dt_bc_norm")
-    if m.d_inner % s.d_model:
-        raise SpecError(f"transformers sizes the mixer as expand (an integer) * hidden_size; "
-                        f"d_inner {m.d_inner} is no multiple of d_model {s.d_model}",
-                        key="mixer.d_inner")
     return {"vocab_size": s.vocab_size, "hidden_size": s.d_model, "num_hidden_layers": s.n_layers,
             "max_position_embeddings": s.max_seq_len, "tie_word_embeddings": s.tie_embeddings,
             "layer_norm_epsilon": s.norm.eps, "state_size": m.d_state,
-            "expand": m.d_inner // s.d_model, "conv_kernel": m.conv_kernel,
+            # intermediate_size sizes the mixer (see `inner`); expand, an integer, only where
+            # it says the same
+            "intermediate_size": m.d_inner,
+            **({"expand": m.d_inner // s.d_model} if m.d_inner % s.d_model == 0 else {}),
+            "conv_kernel": m.conv_kernel,
             "use_bias": m.proj_bias, "use_conv_bias": m.conv_bias,
             "time_step_rank": m.dt_rank, "hidden_act": "silu",
             # the class's default token ids (0) mean nothing to a spec
@@ -111,11 +121,12 @@ WEIGHTS = rules(
 SPEC_KEYS = frozen({
     "vocab_size": "vocab_size", "d_model": "hidden_size", "n_layers": "num_hidden_layers",
     "max_seq_len": "max_position_embeddings", "tie_embeddings": "tie_word_embeddings",
-    "norm.eps": "layer_norm_epsilon", "mixer.d_inner": "expand", "mixer.d_state": "state_size",
+    "norm.eps": "layer_norm_epsilon", "mixer.d_inner": "intermediate_size",
+    "mixer.d_state": "state_size",
     "mixer.dt_rank": "time_step_rank", "mixer.conv_kernel": "conv_kernel",
     "mixer.conv_bias": "use_conv_bias", "mixer.proj_bias": "use_bias"})
 KEY_FIELDS = frozen({"state_size": "d_state", "time_step_rank": "dt_rank",
-                     "expand": "d_inner"})
+                     "expand": "d_inner", "intermediate_size": "d_inner"})
 
 MAMBA = Family(
     "mamba", "MambaForCausalLM", read=read, write=write, exports=only_mamba_blocks,
