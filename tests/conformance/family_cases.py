@@ -463,4 +463,12 @@ FAMILY_CASES = [
                                     state_size=6, expand=16, intermediate_size=96, conv_kernel=4,
                                     mixer_rms_eps=1e-3, **NO_IDS),
                flops_gap=dropped_conv_outputs(_mamba_layers)),
+    # Jamba: Mamba-1 with weighted dt/B/C norms, attention (no RoPE) at 1 and 3, MoE (softmax
+    # top-2, not renormalised) at 0 and 2, MLPs elsewhere; head_dim derived from the width
+    FamilyCase("jamba", dict({k: v for k, v in SHAPE.items() if k != "head_dim"},
+                             num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1,
+                             expert_layer_period=2, expert_layer_offset=0, num_experts=4,
+                             num_experts_per_tok=2, mamba_d_state=8, mamba_expand=2,
+                             mamba_dt_rank=5, mamba_d_conv=3, rms_norm_eps=1e-5, **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]
