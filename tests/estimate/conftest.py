@@ -134,7 +134,11 @@ def shrink(spec: ModelSpec) -> ModelSpec:
         if "attention" in override:
             override["attention"] = _shrink_attention(override["attention"], heads)
         if isinstance(override.get("ffn"), dict):
+            # an MLP as wide as the experts stays so (Jamba sizes both by intermediate_size)
+            alike = spec.ffn.kind == "moe" and override["ffn"].get("d_ff") == spec.ffn.d_expert
             override["ffn"] = _shrink_ffn(override["ffn"])
+            if alike:
+                override["ffn"]["d_ff"] = m["ffn"]["d_expert"]
     return from_mapping(ModelSpec, m)
 
 

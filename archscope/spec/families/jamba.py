@@ -185,6 +185,6 @@ JAMBA = Family(
                        "mamba_d_conv": "conv_kernel", "mamba_expand": "d_inner",
                        "attn_layer_period": "n_layers", "attn_layer_offset": "n_layers",
                        "expert_layer_period": "n_layers", "expert_layer_offset": "n_layers"}),
-    names=("jamba",),
+    names=("jamba",), usual={"jamba": "jamba-mini-1.7"},
     doc="Mamba-1 (weighted dt/B/C norms) and attention layers (no RoPE), each with an MLP or MoE")
 FAMILIES = (JAMBA,)
