@@ -220,3 +220,61 @@ def test_spec_checks():
     with pytest.raises(SpecError, match="dt_bc_norm"):
         spec_of("mamba", dt_bc_norm="layer")
     assert dataclasses.replace(spec_of("mamba"), d_state=4).d_state == 4
+
+
+# --- whole models: the cache transformers' own model returns after a prefill ---------------
+
+MODELS = {
+    "mamba": dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, state_size=8,
+                  conv_kernel=3, time_step_rank=5),
+    "falcon_mamba": dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, state_size=6,
+                         expand=3, intermediate_size=80),
+    "jamba": dict(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
+                  num_attention_heads=4, num_key_value_heads=2, attn_layer_period=2,
+                  attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=0,
+                  num_experts=4, num_experts_per_tok=2, mamba_d_state=8, mamba_dt_rank=3),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type", MODELS)
+@pytest.mark.parametrize("dtype,name", [(torch.float32, "fp32"), (torch.bfloat16, "bf16")])
+def test_transformers_cache_after_a_prefill_holds_the_estimate(model_type, dtype, name,
+                                                                tmp_path):
+    """transformers' own model, built from a config.json that archscope reads: after a prefill
+    its DynamicCache holds archscope's estimate byte for byte, the attention layers' keys and
+    values (kv_cache_bytes) apart from the Mamba layers' conv windows (activations' dtype) and
+    SSM states (fp32) (state_bytes). Then archscope's own cache after the same prefill."""
+    import transformers
+
+    from archscope.estimate import kv_cache_bytes
+    from archscope.estimate.state import state_bytes
+    from archscope.measure.reference import returned_cache
+    from archscope.nn import build_model
+    from archscope.spec import load_spec
+
+    config = transformers.AutoConfig.for_model(model_type, bos_token_id=None,
+                                               eos_token_id=None, pad_token_id=None,
+                                               **MODELS[model_type])
+    config.save_pretrained(tmp_path)
+    spec = load_spec(tmp_path)
+    hf = transformers.AutoModelForCausalLM.from_config(config).to(dtype).eval()
+    ids = torch.randint(0, 97, (BATCH, PROMPT), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        cache = returned_cache(hf(ids, use_cache=True))
+    kv = [t for layer in cache.layers for t in (getattr(layer, "keys", None),
+                                                 getattr(layer, "values", None))
+          if isinstance(t, torch.Tensor)]
+    conv = [t for layer in cache.layers for t in getattr(layer, "conv_states", {}).values()
+            if isinstance(t, torch.Tensor)]
+    ssm = [t for layer in cache.layers for t in getattr(layer, "recurrent_states", {}).values()
+           if isinstance(t, torch.Tensor)]
+    assert {t.dtype for t in conv} == {dtype} and {t.dtype for t in ssm} == {torch.float32}
+    assert len(conv) == len(ssm) == sum(layer.state is not None for layer in spec.plan)
+    assert sum(t.nbytes for t in kv) == kv_cache_bytes(spec, PROMPT, BATCH, name)
+    assert sum(t.nbytes for t in conv + ssm) == state_bytes(spec, BATCH, name)
+    ours = build_model(spec).to(dtype).eval()
+    held = ours.new_cache(BATCH, PROMPT)
+    with torch.no_grad():
+        ours(ids, held)
+    assert held.state_nbytes() == state_bytes(spec, BATCH, name)
