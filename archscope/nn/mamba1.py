@@ -62,6 +62,11 @@ def selective_scan(x, dt, A, B, C, h: torch.Tensor) -> torch.Tensor:
     dt [b, T, I] (softplus'd), A [I, N] (negative, fp32), B and C [b, T, N] -> y [b, T, I]
     (fp32), without the D skip. The discretisation is transformers': exp(A dt) and
     (dt B) x, in fp32."""
+    if x.shape[1] == 1:  # a decode step: no block to stack
+        decay = torch.exp(A * dt[:, 0, :, None])
+        feed = (dt[:, 0, :, None] * B[:, 0, None, :].float()) * x[:, 0, :, None].float()
+        h.copy_(decay * h + feed)
+        return torch.einsum("bin,bn->bi", h, C[:, 0].float()).unsqueeze(1)
     ys = []
     for lo in range(0, x.shape[1], SCAN_BLOCK):
         span = slice(lo, lo + SCAN_BLOCK)
@@ -109,6 +114,17 @@ class MambaMixer(nn.Module):
         self.dt_proj.bias.fill_(math.log(math.expm1(0.01)))  # the inverse of softplus at 0.01
         self.D.fill_(1.0)
 
+    def _decays(self) -> torch.Tensor:
+        """A = -exp(A_log) in fp32 ([d_inner, d_state]). Without autograd it is kept until
+        A_log changes (its version counter): a decode step would otherwise spend two passes
+        over d_inner x d_state, as long as its recurrence, recomputing a constant."""
+        if torch.is_grad_enabled():
+            return -torch.exp(self.A_log.float())
+        key = (self.A_log._version, self.A_log.data_ptr(), self.A_log.device)
+        if getattr(self, "_kept_key", None) != key:
+            self._kept_A, self._kept_key = -torch.exp(self.A_log.float()), key
+        return self._kept_A
+
     def new_cache(self, batch: int, max_len: int = 0, device=None,
                   dtype: torch.dtype | None = None) -> MambaState:
         """A zero state for `batch` sequences (`max_len` does not change its size); `dtype` is
@@ -134,7 +150,7 @@ class MambaMixer(nn.Module):
             dt, B, C = (norm(t) for norm, t in zip(self.norms, (dt, B, C)))
         dt = dt @ self.dt_proj.weight.t()  # the bias goes in with the softplus, in dt's dtype
         dt = F.softplus(dt + self.dt_proj.bias.float().to(dt.dtype))
-        A = -torch.exp(self.A_log.float())
+        A = self._decays()
         if state is not None and state.started:
             h = state.ssm
         else:
