@@ -278,3 +278,40 @@ def test_transformers_cache_after_a_prefill_holds_the_estimate(model_type, dtype
     with torch.no_grad():
         ours(ids, held)
     assert held.state_nbytes() == state_bytes(spec, BATCH, name)
+
+
+@pytest.mark.slow
+def test_jamba_per_expert_files_load(tmp_path):
+    """AI21's files hold one gate_proj, up_proj and down_proj per expert (transformers' own
+    conversion fuses them): merged while loading, the logits are transformers' own."""
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    from archscope.weights import load_checkpoint
+    from parity import max_diff, randomised
+
+    config = transformers.AutoConfig.for_model("jamba", bos_token_id=None, eos_token_id=None,
+                                               pad_token_id=None, **MODELS["jamba"])
+    hf = randomised(transformers.AutoModelForCausalLM.from_config(
+        config, attn_implementation="eager")).eval()
+    hf.save_pretrained(tmp_path)
+    path = tmp_path / "model.safetensors"
+    split = {}
+    for name, t in load_file(path).items():
+        stem, _, proj = name.rpartition(".experts.")
+        if proj == "gate_up_proj":
+            for j, e in enumerate(t):
+                gate, up = e.chunk(2, dim=0)
+                split[f"{stem}.experts.{j}.gate_proj.weight"] = gate.contiguous()
+                split[f"{stem}.experts.{j}.up_proj.weight"] = up.contiguous()
+        elif proj == "down_proj":
+            split.update({f"{stem}.experts.{j}.down_proj.weight": e.contiguous()
+                          for j, e in enumerate(t)})
+        else:
+            split[name] = t
+    assert "model.layers.0.feed_forward.experts.3.up_proj.weight" in split
+    save_file(split, path, metadata={"format": "pt"})
+    ours, _ = load_checkpoint(tmp_path)
+    ids = torch.randint(0, 97, (1, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert max_diff(ours(ids), hf(ids).logits) < TOL
