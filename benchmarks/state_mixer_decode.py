@@ -46,7 +46,10 @@ def measure(preset: str, prompt: int, steps: int, calls: int) -> dict:
     kind = MIXER[spec.mixer.kind]
     torch.manual_seed(0)
     with torch.device("cpu"):
-        module = kind.factory()(spec, spec.mixer).float().eval()
+        layer = next(p.index for p in spec.plan if p.state is not None)
+        # a kind whose module depends on its depth (lightning's decay) takes the layer index
+        module = kind.factory()(spec, spec.mixer, *((layer,) if kind.per_layer else ()))
+        module = module.float().eval()
         with torch.no_grad():  # small random weights: the step's cost does not depend on them
             for p in module.parameters():
                 p.normal_(0, 0.02)

@@ -149,7 +149,8 @@ def check_divisible(spec: ModelSpec, tp: int, ep: int) -> None:
             heads = getattr(s, "n_heads", None) or getattr(s, "n_value_heads", None)
             groups = (getattr(s, "n_groups", None) or getattr(s, "n_key_heads", None)
                       or heads)  # no groups (Kimi's KDA): each head its own
-            if heads is None:  # no heads (the short conv): its channels split
+            if heads is None:  # no heads (Mamba-1, the short conv): its channels split (Mamba-1's
+                # B and C replicated)
                 need(s.conv_dim % tp == 0, "state-mixer channels", s.conv_dim, tp)
             else:
                 need(heads % tp == 0, "state-mixer heads", heads, tp)

@@ -19,7 +19,8 @@ from archscope.kinds.registry import (ATTENTION, FFN, MIXER, attention_kind, ffn
                                       register)
 
 _ENTRY_MODULES = ("gqa", "mla", "mlp", "swiglu", "geglu", "relu2", "moe", "mamba2",
-                  "gated_deltanet", "rglru", "lightning", "kimi_delta", "short_conv")
+                  "gated_deltanet", "rglru", "lightning", "kimi_delta", "short_conv",
+                  "mamba1")
 
 for _name in _ENTRY_MODULES:
     importlib.import_module(f"archscope.kinds.{_name}")

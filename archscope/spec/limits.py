@@ -123,6 +123,7 @@ FLOAT_LIMITS: dict[str, tuple[float, float]] = {
     "skip": (1e-6, 1e6),  # MiniMax-01's DeepNorm alpha: 3.56
     "eps": (1e-12, 1.0),  # norms: 1e-6 and 1e-5
     "dt_limit_min": (1e-12, 1e6), "dt_limit_max": (1e-12, 1e6),  # Mamba-2's dt clamp: 0.001
+    "dt_bc_norm_eps": (1e-12, 1.0),  # Mamba-1's dt/B/C norms (Falcon-Mamba, Jamba): 1e-6
     "limit": (1e-3, 1e6),  # gpt-oss's SwiGLU clamp: 7
     "scaling_factor": (1e-6, 1e6),  # DeepSeek's routed_scaling_factor: 1 to 16
     "temperature_scale": (1e-6, 1e6),  # Llama 4's attention temperature: 0.1

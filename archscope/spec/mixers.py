@@ -11,12 +11,14 @@ from __future__ import annotations
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
 from archscope.spec.kimi_delta import KimiDeltaSpec
 from archscope.spec.lightning import LightningSpec
+from archscope.spec.mamba1 import MambaSpec
 from archscope.spec.mamba2 import Mamba2Spec
 from archscope.spec.rglru import RglruSpec
 from archscope.spec.short_conv import ShortConvSpec
 
 StateMixerSpec = (Mamba2Spec | GatedDeltaNetSpec | RglruSpec | LightningSpec | KimiDeltaSpec
-                  | ShortConvSpec)
-STATE_KINDS = ("mamba2", "gated_deltanet", "rglru", "lightning", "kimi_delta", "short_conv")
+                  | ShortConvSpec | MambaSpec)
+STATE_KINDS = ("mamba2", "gated_deltanet", "rglru", "lightning", "kimi_delta", "short_conv",
+               "mamba1")
 # a layer override's `mixer:` values besides the model's state kind
 ATTENTION, NONE = "attention", "none"

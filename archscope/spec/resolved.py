@@ -22,8 +22,11 @@ def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
     top = {k: v for k, v in to_mapping(spec).items() if k not in _NOT_NETWORK}
     top["norm"]["bias"] = spec.norm.has_bias
     m = spec.mults
-    top["multipliers"] = {**to_mapping(m),
-                          "attention": m.attention or spec.attention.qk_head_dim ** -0.5}
+    # the softmax scale of the attention layers; none where no layer attends (a pure Mamba
+    # stack, whose spec's `attention` no layer builds)
+    attends = any(layer.attention is not None for layer, _ in spec.distinct_layers)
+    top["multipliers"] = {**to_mapping(m), "attention": m.attention or (
+        spec.attention.qk_head_dim ** -0.5 if attends else None)}
     out = {(key, None): value for key, value in _flat(top).items()}
     for layer in spec.plan:
         a, f = layer.attention, layer.ffn

@@ -587,4 +587,23 @@ FAMILY_CASES += [
                             layer_types=["conv", "conv", "full_attention"], tie_embedding=True,
                             **NO_IDS),
                name="lfm2-types", flops_gap=dropped_conv_outputs(_mamba_layers)),
+    # Mamba-1: a pure stack, projection biases, dt_rank away from ceil(64 / 16), a 3-tap conv
+    FamilyCase("mamba", dict(vocab_size=97, hidden_size=64, num_hidden_layers=2, state_size=8,
+                             expand=2, conv_kernel=3, time_step_rank=6, use_bias=True,
+                             tie_word_embeddings=False, **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
+    # Falcon-Mamba: Mamba + weightless dt/B/C norms, an eps large enough to matter, tied head;
+    # expand 16 beside an intermediate_size that wins (as TII's files have them), no multiple
+    FamilyCase("falcon_mamba", dict(vocab_size=97, hidden_size=64, num_hidden_layers=2,
+                                    state_size=6, expand=16, intermediate_size=96, conv_kernel=4,
+                                    mixer_rms_eps=1e-3, **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
+    # Jamba: Mamba-1 with weighted dt/B/C norms, attention (no RoPE) at 1 and 3, MoE (softmax
+    # top-2, not renormalised) at 0 and 2, MLPs elsewhere; head_dim derived from the width
+    FamilyCase("jamba", dict({k: v for k, v in SHAPE.items() if k != "head_dim"},
+                             num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1,
+                             expert_layer_period=2, expert_layer_offset=0, num_experts=4,
+                             num_experts_per_tok=2, mamba_d_state=8, mamba_expand=2,
+                             mamba_dt_rank=5, mamba_d_conv=3, rms_norm_eps=1e-5, **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]

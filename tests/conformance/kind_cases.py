@@ -132,6 +132,11 @@ KIND_CASES = {
     "short-conv-hybrid": {"mixer": {"kind": "short_conv", "width": 32, "conv_kernel": 3,
                                     "bias": True},
                           "layers": [{"select": [1], "mixer": "attention"}]},
+    # Mamba-1 (Jamba's: weighted dt/B/C norms) beside an attention layer
+    "mamba1-hybrid": {"mixer": {"kind": "mamba1", "d_inner": 64, "dt_rank": 3, "d_state": 6,
+                                "conv_kernel": 3, "dt_bc_norm": "weighted"},
+                      "position": {"kind": "none"},
+                      "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 

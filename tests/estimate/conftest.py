@@ -89,7 +89,9 @@ _MIXER = {"mamba2": {"n_heads": 4, "head_dim": 8, "d_state": 8, "chunk_size": 4}
           # lightning: blocks of 4 (a 10-token prompt runs 4 + 4 + 2)
           "lightning": {"n_heads": 4, "head_dim": 8, "block_size": 4},
           "kimi_delta": {"n_heads": 2, "head_dim": 8},  # Kimi's scan: 64 too
-          "short_conv": {"width": 32}}  # LFM2's: the shrunk d_model, as transformers builds it
+          "short_conv": {"width": 32},  # LFM2's: the shrunk d_model, as transformers builds it
+          # Mamba-1: twice the shrunk d_model (the families size it as expand * d_model)
+          "mamba1": {"d_inner": 64, "dt_rank": 4, "d_state": 8}}
 
 
 def _shrink_mixer(x: dict) -> dict:
@@ -147,7 +149,11 @@ def shrink(spec: ModelSpec) -> ModelSpec:
         if "attention" in override:
             override["attention"] = _shrink_attention(override["attention"], heads)
         if isinstance(override.get("ffn"), dict):
+            # an MLP as wide as the experts stays so (Jamba sizes both by intermediate_size)
+            alike = spec.ffn.kind == "moe" and override["ffn"].get("d_ff") == spec.ffn.d_expert
             override["ffn"] = _shrink_ffn(override["ffn"])
+            if alike:
+                override["ffn"]["d_ff"] = m["ffn"]["d_expert"]
     return from_mapping(ModelSpec, m)
 
 
