@@ -452,4 +452,12 @@ FAMILY_CASES = [
                                 scale_emb=3.0, scale_depth=1.4, dim_model_base=16,
                                 attention_bias=True, **NO_IDS)),
     FamilyCase("apertus", dict(SHAPE, attention_bias=True, hidden_act="xielu")),
+    # Mamba-2 as a whole model: every layer x + mixer(norm(x)); chunks of 8 under the 18-token
+    # prompt, two groups of B/C, a tied head, and the time-step clamp, which transformers applies
+    # in a prompt's scan only (not in a decode step): the cached decode is compared with its own
+    FamilyCase("mamba2", dict(vocab_size=97, hidden_size=64, num_hidden_layers=2, num_heads=8,
+                              head_dim=16, expand=2, state_size=8, n_groups=2, conv_kernel=4,
+                              chunk_size=8, time_step_limit=[0.0, 0.5], use_bias=True,
+                              tie_word_embeddings=True, **NO_IDS),
+               stepwise_reference=True, flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]
