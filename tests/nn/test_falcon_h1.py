@@ -1,0 +1,115 @@
+"""Falcon-H1 (attention and Mamba-2 side by side in every layer, µP multipliers) against
+transformers' FalconH1ForCausalLM, beyond the conformance cases: the KV cache AND the Mamba-2
+state that transformers' own cache object holds after a prefill equal archscope's estimates, in
+fp32 and bf16 (the SSM state stays fp32); a prompt over several scan chunks then cached steps;
+negative controls (each multiplier, and either mixer of a hybrid layer, changes the logits);
+the presets on the meta device."""
+
+import pytest
+import torch
+
+from archscope.estimate import count_params, kv_cache_bytes
+from archscope.estimate.state import state_bytes
+from archscope.measure.reference import returned_cache
+from parity import load_same_weights, max_diff, tiny_spec, twin_case
+
+T, PREFILL = 40, 27  # chunks of 8: 27 = 3 whole chunks and 3 tokens
+MIXER = dict(kind="mamba2", n_heads=8, head_dim=8, d_state=8, n_groups=2, conv_kernel=4,
+             chunk_size=8, gated_norm=True, norm_before_gate=True,
+             proj_multipliers=[0.5, 1.5, 0.75, 1.25, 2.0])
+MULTS = dict(embedding=2.0, logits=2.0, attention=0.125, attention_in=2.0, attention_out=0.5,
+             mixer_in=0.5, mixer_out=2.0, ffn_gate=1.5, ffn_out=0.75)
+
+
+def falcon_h1(**changes):
+    base = dict(n_layers=3, mixer=MIXER, multipliers=MULTS,
+                layers=[dict(select="0:3", mixer="hybrid")])
+    return tiny_spec(**{**base, **changes})
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return twin_case(falcon_h1(), T)
+
+
+def test_transformers_builds_hybrid_layers(setup):
+    spec, hf, ours, _, _ = setup
+    assert type(hf).__name__ == "FalconH1ForCausalLM"
+    assert [layer.layer_type for layer in spec.plan] == hf.config.layers_block_type
+    assert all(b.hybrid and b.mixer_name == "self_attn" for b in ours.layers)
+
+
+def test_a_long_prefill_then_cached_steps_match(setup):
+    _, _, ours, ids, reference = setup
+    assert reference.abs().max() > 1
+    cache = ours.new_cache(2, T)
+    with torch.no_grad():
+        outs = [ours(ids[:, :PREFILL], cache)]
+        outs += [ours(ids[:, i:i + 1], cache) for i in range(PREFILL, T)]
+    assert max_diff(torch.cat(outs, 1), reference) < 1e-4
+
+
+@pytest.mark.parametrize("changed", [
+    dict(multipliers={**MULTS, "attention_in": 1.0}), dict(multipliers={**MULTS, "mixer_in": 1.0}),
+    dict(multipliers={**MULTS, "mixer_out": 1.0}), dict(multipliers={**MULTS, "ffn_gate": 1.0}),
+    dict(multipliers={**MULTS, "attention": None}),
+    dict(mixer={**MIXER, "proj_multipliers": None}),
+    dict(mixer={**MIXER, "norm_before_gate": False})])
+def test_negative_controls_each_multiplier_changes_the_logits(setup, changed):
+    _, hf, _, ids, reference = setup
+    other = load_same_weights(falcon_h1(**changed), hf, "falcon_h1")
+    with torch.no_grad():
+        assert max_diff(other(ids), reference) > 1e-2
+
+
+def test_negative_control_a_hybrid_layer_runs_both_mixers(setup):
+    """The same weights with each hybrid block's attention output scaled to zero (the mixer
+    alone) give other logits: both mixers contribute."""
+    spec, hf, _, ids, reference = setup
+    alone = load_same_weights(falcon_h1(multipliers={**MULTS, "attention_out": 1e-9}), hf,
+                              "falcon_h1")
+    with torch.no_grad():
+        assert max_diff(alone(ids), reference) > 1e-2
+
+
+@pytest.mark.parametrize("dtype,name", [(torch.float32, "fp32"), (torch.bfloat16, "bf16")])
+def test_transformers_cache_holds_the_estimated_kv_and_state(setup, dtype, name):
+    """After a 27-token prefill, transformers' DynamicCache holds per layer keys and values
+    [B, kv_heads, 27, head_dim] in the model's dtype AND conv_states [B, conv_dim, K] (model's
+    dtype) and recurrent_states [B, H, P, N] (fp32): kv_cache_bytes and state_bytes, byte for
+    byte; archscope's cache after the same prefill holds the same."""
+    spec, hf, ours, ids, _ = setup
+    model = hf.to(dtype)
+    try:
+        with torch.no_grad():
+            cache = returned_cache(model(ids[:, :PREFILL], use_cache=True))
+    finally:
+        hf.to(torch.float32)
+    kv = [t for layer in cache.layers for t in (layer.keys, layer.values)]
+    conv = [t for layer in cache.layers for t in layer.conv_states.values()]
+    ssm = [t for layer in cache.layers for t in layer.recurrent_states.values()]
+    assert len(kv) == 2 * spec.n_layers and len(conv) == len(ssm) == spec.n_layers
+    assert {t.dtype for t in kv + conv} == {dtype} and {t.dtype for t in ssm} == {torch.float32}
+    nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts)  # noqa: E731
+    assert nbytes(kv) == kv_cache_bytes(spec, PREFILL, 2, name)
+    assert nbytes(conv + ssm) == state_bytes(spec, 2, name)
+    mine = ours.to(dtype).new_cache(2, PREFILL)
+    try:
+        with torch.no_grad():
+            ours(ids[:, :PREFILL], mine)
+    finally:
+        ours.to(torch.float32)
+    assert (mine.kv_nbytes(), mine.state_nbytes()) == (nbytes(kv), nbytes(conv + ssm))
+
+
+def test_the_estimate_counts_both_mixers():
+    """A hybrid layer's parameters are its attention's, its FFN's and norms' plus a whole
+    Mamba-2 mixer's: the same model with attention layers instead holds exactly n_layers
+    mixers fewer (estimate and built modules agree in the conformance cases)."""
+    from archscope.kinds import mamba2
+
+    spec = falcon_h1()
+    attention_only = spec.replace(mixer=None, layers=())
+    per_mixer = mamba2.param_count(spec.mixer, spec.d_model)
+    assert count_params(spec).total - count_params(attention_only).total == \
+        spec.n_layers * per_mixer
