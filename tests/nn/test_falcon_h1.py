@@ -11,7 +11,7 @@ import torch
 from archscope.estimate import count_params, kv_cache_bytes
 from archscope.estimate.state import state_bytes
 from archscope.measure.reference import returned_cache
-from parity import load_same_weights, max_diff, tiny_spec, twin_case
+from parity import checked_preset, load_same_weights, max_diff, tiny_spec, twin_case
 
 T, PREFILL = 40, 27  # chunks of 8: 27 = 3 whole chunks and 3 tokens
 MIXER = dict(kind="mamba2", n_heads=8, head_dim=8, d_state=8, n_groups=2, conv_kernel=4,
@@ -113,3 +113,14 @@ def test_the_estimate_counts_both_mixers():
     per_mixer = mamba2.param_count(spec.mixer, spec.d_model)
     assert count_params(spec).total - count_params(attention_only).total == \
         spec.n_layers * per_mixer
+
+
+@pytest.mark.parametrize("name,total", [("falcon-h1-7b", 7_585_513_568),
+                                        ("falcon-h1-34b", 31_445_270_272)])
+def test_the_presets_on_meta_equal_transformers(name, total):
+    """Each preset exported and built by FalconH1ForCausalLM on the meta device holds the
+    estimate's parameters (the 7B: "7.59B" on its card; the 34B's vocabulary is uncertain,
+    see its header)."""
+    spec, p, theirs = checked_preset(name, "FalconH1ForCausalLM")
+    assert p.total == total
+    assert theirs.config.layers_block_type == ["hybrid"] * spec.n_layers

@@ -153,7 +153,7 @@ FALCON_H1 = BAMBA.but(
         "multipliers.logits": "lm_head_multiplier", "multipliers.attention": "key_multiplier",
         "multipliers.ffn_gate": "mlp_multipliers", "multipliers.ffn_out": "mlp_multipliers",
         **{f"multipliers.{ours}": theirs for ours, theirs in _SCALES}}),
-    key_fields=BAMBA.field_table(mamba_d_ssm="n_heads"),
+    key_fields=BAMBA.field_table(mamba_d_ssm="d_model"),  # a width, as wide as the residual
     names=("falcon-h1", "falcon_h1"),
     doc="Bamba's names, every layer attention and Mamba-2 side by side, summed; µP multipliers")
 FAMILIES = (FALCON_H1,)
