@@ -253,6 +253,13 @@ class Multipliers:
         positive(self, "embedding", "attention", "residual", "logits", "attention_in",
                  "attention_out", "mixer_in", "mixer_out", "ffn_gate", "ffn_out")
 
+    def shown(self) -> dict:
+        """The factors a page prints: Granite's four (attention when set), the µP ones only
+        where they are not 1."""
+        granite = ("embedding", "attention", "residual", "logits")
+        return {k: v for k, v in vars(self).items()
+                if v is not None and (k in granite or v != 1)}
+
 
 @dataclass(frozen=True)
 class HeadSpec:
