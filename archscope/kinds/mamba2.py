@@ -175,8 +175,9 @@ def explain(m, d: int) -> str:
             f"{m.d_state}) and one step size dt per head; a causal depthwise conv of width "
             f"{m.conv_kernel} mixes the last tokens. Each of {m.n_heads} heads keeps a "
             f"{m.head_dim} × {m.d_state} state S, updated per token as S ← exp(dt·A)·S + "
-            "dt·x'·Bᵀ and read as y = S·C + D·x'; y is normed with the gate z and out_proj maps "
-            f"it back to {commas(d)}. The state is {m.n_heads} × {m.head_dim} × {m.d_state} = "
+            "dt·x'·Bᵀ and read as y = S·C + D·x'; y is "
+            f"{'normed with' if m.gated_norm else 'multiplied by SiLU of'} the gate z and "
+            f"out_proj maps it back to {commas(d)}. The state is {m.n_heads} × {m.head_dim} × {m.d_state} = "
             f"{commas(s['ssm'])} values (fp32) plus a conv window of {commas(s['conv'])}, whatever "
             "the context: no cache grows with the tokens.")
 

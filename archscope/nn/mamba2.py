@@ -1,10 +1,14 @@
-"""The Mamba-2 (SSD) state mixer of Granite 4.0-H, Nemotron-H and Bamba, in plain torch.
+"""The Mamba-2 (SSD) state mixer of Granite 4.0-H, Nemotron-H, Bamba, Mamba2ForCausalLM and
+Falcon-H1, in plain torch.
 
     in_proj: d_model -> z (d_inner) | xBC (conv_dim) | dt (n_heads)
     xBC = silu(causal depthwise conv1d(xBC));  x | B | C = xBC   (B, C: n_groups x d_state)
     dt = softplus(dt + dt_bias);  A = -exp(A_log)                  (per head)
     h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t^T;  y_t = h_t C_t + D x_t   (per head: P x N state)
-    out_proj(gated_rmsnorm(y, z))
+    out_proj(gated_rmsnorm(y, z))      (without the gated norm, Falcon-H1's: out_proj(y * silu(z)))
+
+Falcon-H1 multiplies in_proj's five outputs by its µP vector (spec: proj_multipliers) before
+anything reads them.
 
 A prompt runs the chunked SSD scan (Mamba-2 paper, section 6: quadratic attention-like form
 inside chunks of `chunk_size` tokens, a state passed between chunks); one cached token runs the

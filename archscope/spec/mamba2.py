@@ -4,7 +4,8 @@ where attention would be.
 A frozen dataclass whose field names are the YAML keys (DESIGN.md section 2); it checks its own
 consistency in `validate`. Only facts are stored; widths are properties.
 
-How transformers 5.23's three mixer classes map onto it (they run the same torch path; they
+(Mamba2ForCausalLM's and Falcon-H1's keys: their family modules, spec/families/mamba2.py and
+falcon_h1.py.) How transformers 5.23's three mixer classes map onto it (they run the same torch path; they
 differ only in which config keys they read):
 
 | key | granitemoehybrid / bamba | nemotron_h |
