@@ -124,3 +124,48 @@ def test_the_presets_on_meta_equal_transformers(name, total):
     spec, p, theirs = checked_preset(name, "FalconH1ForCausalLM")
     assert p.total == total
     assert theirs.config.layers_block_type == ["hybrid"] * spec.n_layers
+
+
+# tiiuae/Falcon-H1-0.5B-Instruct's config.json as NVIDIA Megatron-Bridge's tests copy it (its
+# mamba_d_ssm, which that copy leaves out, is mamba_n_heads * mamba_d_head: FalconH1Config
+# refuses the file otherwise), with every key transformers reads and some it does not
+PUBLISHED_05B = {
+    "model_type": "falcon_h1", "attention_bias": False, "attention_in_multiplier": 1.0,
+    "attention_out_multiplier": 0.9375, "attn_layer_indices": None,
+    "embedding_multiplier": 5.656854249492381, "head_dim": 64, "hidden_act": "silu",
+    "hidden_size": 1024, "intermediate_size": 2048, "key_multiplier": 0.39062499999999994,
+    "lm_head_multiplier": 0.0390625, "mamba_chunk_size": 128, "mamba_conv_bias": True,
+    "mamba_d_conv": 4, "mamba_d_head": 64, "mamba_d_ssm": 1536, "mamba_d_state": 128,
+    "mamba_expand": 2, "mamba_n_groups": 1, "mamba_n_heads": 24, "mamba_norm_before_gate": False,
+    "mamba_proj_bias": False, "mamba_rms_norm": False, "mamba_use_mlp": True,
+    "max_position_embeddings": 16384, "mlp_bias": False,
+    "mlp_multipliers": [0.8838834764831844, 0.5859375], "num_attention_heads": 8,
+    "num_hidden_layers": 36, "num_key_value_heads": 2, "projectors_bias": False,
+    "rms_norm_eps": 1e-5, "rope_scaling": None, "rope_theta": 100000000000.0,
+    "ssm_in_multiplier": 1.25,
+    "ssm_multipliers": [0.3535533905932738, 0.25, 0.3535533905932738, 0.5, 0.3535533905932738],
+    "ssm_out_multiplier": 0.23570226039551587, "tie_word_embeddings": False, "vocab_size": 32784}
+
+
+def test_a_published_config_reads_counts_and_writes_back(tmp_path):
+    """Its µP multipliers land where the spec keeps them, transformers' class counts what the
+    estimate counts on meta, and the config written back holds the same multipliers."""
+    import json
+
+    import transformers
+
+    from archscope.spec import load_spec
+    from archscope.spec.hf import spec_to_hf_config
+
+    (tmp_path / "config.json").write_text(json.dumps(PUBLISHED_05B))
+    spec = load_spec(tmp_path)
+    assert spec.mults.mixer_in == 1.25 and spec.mults.ffn_out == 0.5859375
+    assert spec.mixer.proj_multipliers == tuple(PUBLISHED_05B["ssm_multipliers"])
+    with torch.device("meta"):
+        theirs = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.from_pretrained(tmp_path))
+    assert count_params(spec).total == sum(p.numel() for p in theirs.parameters()) == 521_411_104
+    back = spec_to_hf_config(spec)
+    for key in ("key_multiplier", "lm_head_multiplier", "ssm_in_multiplier", "mlp_multipliers",
+                "ssm_multipliers", "attention_out_multiplier", "embedding_multiplier"):
+        assert back[key] == PUBLISHED_05B[key], key
