@@ -30,8 +30,8 @@ What the class does that the spec has no key for, and why it is accepted or refu
   the initial weights only: not read.
 
 A Mamba-2 model has no attention and no FFN, but a spec's `attention` and `ffn` are required:
-they hold placeholders no layer builds or counts (one head of hidden_size; a SwiGLU of the mixer's
-width), derived from the file so that a round trip gives them back.
+they hold placeholders no layer builds or counts (one attention head of the mixer's head_dim; a
+SwiGLU of the mixer's width), derived from the file so that a round trip gives them back.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def read(c: Keys) -> dict:
             "norm": {"kind": "rmsnorm", "eps": c.number("layer_norm_epsilon"), "position": "pre"},
             "position": {"kind": "none"},
             # placeholders (the module doc): no layer attends or has an FFN
-            "attention": {"kind": "gqa", "n_heads": 1, "n_kv_heads": 1, "head_dim": d},
+            "attention": {"kind": "gqa", "n_heads": 1, "n_kv_heads": 1, "head_dim": head_dim},
             "ffn": {"kind": "swiglu", "d_ff": heads * head_dim},
             "mixer": {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim,
                       "d_state": c.size("state_size"), "n_groups": c.size("n_groups"),
