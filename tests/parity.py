@@ -157,11 +157,11 @@ def hf_eager_prefill_flops(spec: ModelSpec, batch: int = 2, tokens: int = 10, **
 def slots_in_use_bytes(cache) -> int:
     """Bytes of the per-token (KV) slots that hold a token (a static cache is allocated larger
     than what it has seen); a state mixer's constant state is `cache.state_nbytes()`."""
-    from archscope.nn.cache import LayerCache
+    from archscope.nn.cache import LayerCache, held_parts
 
     return sum(int((layer.positions >= 0).sum())
                * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
-               for layer in cache.layers if isinstance(layer, LayerCache))
+               for layer in held_parts(cache.layers) if isinstance(layer, LayerCache))
 
 
 def held_cache_bytes(model, ids: torch.Tensor, capacity: int) -> int:

@@ -363,7 +363,8 @@ def test_a_family_is_declared_in_one_place():
     archscope/spec/families/ (the registry refuses a second declaration), and no other module
     of the package names a model_type: reader, exporter, weight mapping and claims find a
     family only through the registry. (A model_type that is also a preset's name, gpt2, may
-    stand for the preset.)"""
+    stand for the preset; one that is also a component kind's name, mamba2, for the kind.)"""
+    from archscope.kinds import registry as kinds
     from archscope.spec import preset_names
     from archscope.spec.families.registry import declared_in, families
 
@@ -373,7 +374,7 @@ def test_a_family_is_declared_in_one_place():
         assert family.model_type == model_type
         module = FAMILIES_DIR / f"{declared_in(model_type)}.py"
         assert module.is_file(), model_type
-    presets = set(preset_names())
+    presets = set(preset_names()) | set(kinds.ATTENTION) | set(kinds.FFN) | set(kinds.MIXER)
     named = []
     for path in sorted(ROOT.rglob("*.py")):
         if FAMILIES_DIR in path.parents:

@@ -57,14 +57,14 @@ def ffn_parts(ffn, d: int) -> list[Part]:
 
 
 def mixer_parts(layer: LayerPlan, d: int) -> list[Part]:
-    """A layer's mixer: its attention, its state mixer (named `mixer.*`), or nothing."""
+    """A layer's mixer: its attention, its state mixer (named `mixer.*`), both (a hybrid
+    layer), or nothing."""
     return _mixer_parts(layer.attention, layer.state, d)
 
 
 def _mixer_parts(attention, state, d: int) -> list[Part]:
-    if attention is not None:
-        return attention_parts(attention, d)
-    return mixer_kind(state.kind).parts(state, d) if state is not None else []
+    return ((attention_parts(attention, d) if attention is not None else [])
+            + (mixer_kind(state.kind).parts(state, d) if state is not None else []))
 
 
 def layer_parts(spec: ModelSpec, layer: LayerPlan) -> list[Part]:
@@ -106,11 +106,11 @@ def layer_weights(spec: ModelSpec, layer: LayerPlan) -> list[Weight]:
     """One decoder layer's tensors under their module paths in the layer, in the order the
     block registers them: each sublayer's norms, then the sublayer (the builder's order)."""
     d, out = spec.d_model, []
-    mixer = "attention" if layer.attention is not None else "state" if layer.state else None
-    if mixer:
+    if layer.attention is not None or layer.state is not None:
         out += [w for p in _sublayer_norms(d, spec.norm, "attn") for w in p.weights]
-        out += [w.under(SUBLAYER_MODULES[mixer]) for p in mixer_parts(layer, d)
-                for w in p.weights]
+        for mixer, parts in (("attention", _mixer_parts(layer.attention, None, d)),
+                             ("state", _mixer_parts(None, layer.state, d))):  # the block's order
+            out += [w.under(SUBLAYER_MODULES[mixer]) for p in parts for w in p.weights]
     if layer.ffn is not None:
         out += [w for p in _sublayer_norms(d, spec.norm, "ffn") for w in p.weights]
         out += [w.under(SUBLAYER_MODULES["ffn"]) for p in ffn_parts(layer.ffn, d)

@@ -31,7 +31,8 @@ def parts(m, d: int) -> list[Part]:
     in_proj   d*(2I + 2GN + H) (+ 2I + 2GN + H bias)   d -> z | x B C | dt
     conv1d    W*K (+ W bias)                            depthwise: K taps per channel; W*K MACs
     dt_bias, A_log, D   H each                          per head, no matmul
-    norm      I                                         the gated RMSNorm's weight
+    norm      I                                         the gated RMSNorm's weight (none
+                                                        without a gated norm: gated_norm false)
     out_proj  I*d (+ d bias)
     """
     conv = m.conv_dim * m.conv_kernel
@@ -42,7 +43,8 @@ def parts(m, d: int) -> list[Part]:
                  weights=conv_weights),
             *own_weights("mixer", "Mamba2Mixer", dict.fromkeys(("dt_bias", "A_log", "D"),
                                                                m.n_heads)),
-            norm("mixer.norm", m.d_inner, module_type="GatedRMSNorm"),
+            *([norm("mixer.norm", m.d_inner, module_type="GatedRMSNorm")] if m.gated_norm
+              else []),
             linear("mixer.out_proj", m.d_inner, d, m.proj_bias)]
 
 
@@ -152,7 +154,8 @@ def draw(g, spec, m):
     scan = g.node("scan", f"selective scan: h = exp(dt·A)·h + dt·x·Bᵀ, y = h·C + D·x<br/>"
                           f"{m.n_heads} heads, chunks of {m.chunk_size} in a prompt")
     norm_ = g.node("gated_norm", f"RMSNorm(y · SiLU(z)), {m.n_groups} group"
-                                 f"{'s' if m.n_groups > 1 else ''}")
+                                 f"{'s' if m.n_groups > 1 else ''}" if m.gated_norm
+                   else "y · SiLU(z) (no norm)")
     out = g.node("out_proj", f"out_proj{bias_text(m.proj_bias)}<br/>{inner} → {d}")
     g.edge(proj, conv, "x, B, C")
     g.edge(conv, scan)
@@ -172,8 +175,9 @@ def explain(m, d: int) -> str:
             f"{m.d_state}) and one step size dt per head; a causal depthwise conv of width "
             f"{m.conv_kernel} mixes the last tokens. Each of {m.n_heads} heads keeps a "
             f"{m.head_dim} × {m.d_state} state S, updated per token as S ← exp(dt·A)·S + "
-            "dt·x'·Bᵀ and read as y = S·C + D·x'; y is normed with the gate z and out_proj maps "
-            f"it back to {commas(d)}. The state is {m.n_heads} × {m.head_dim} × {m.d_state} = "
+            "dt·x'·Bᵀ and read as y = S·C + D·x'; y is "
+            f"{'normed with' if m.gated_norm else 'multiplied by SiLU of'} the gate z and "
+            f"out_proj maps it back to {commas(d)}. The state is {m.n_heads} × {m.head_dim} × {m.d_state} = "
             f"{commas(s['ssm'])} values (fp32) plus a conv window of {commas(s['conv'])}, whatever "
             "the context: no cache grows with the tokens.")
 

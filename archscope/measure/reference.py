@@ -97,6 +97,7 @@ class HFStepper:
         if self._static is not None:
             with torch.inference_mode():  # its tensors were made under inference mode
                 self._static.reset()
+            self._static.archscope_seen = 0
             return self._static
         from transformers import DynamicCache
 
@@ -105,11 +106,15 @@ class HFStepper:
     @torch.inference_mode()
     def forward(self, ids: torch.Tensor, cache) -> torch.Tensor:
         """`ids` [B, n] after what `cache` holds; the last position's logits [B, vocab]. The
-        positions are passed as generate passes them (no attention mask: no padding here)."""
-        start = cache.get_seq_length()
+        positions are passed as generate passes them (no attention mask: no padding here).
+        The tokens seen are counted here: a cache without attention layers (Mamba2ForCausalLM's)
+        has no get_seq_length."""
+        start = getattr(cache, "archscope_seen", 0)
         positions = torch.arange(start, start + ids.shape[1], device=ids.device)
-        return self.hf(input_ids=ids, cache_position=positions, use_cache=True,
-                       logits_to_keep=1, **{self.cache_keyword: cache}).logits[:, -1]
+        logits = self.hf(input_ids=ids, cache_position=positions, use_cache=True,
+                         logits_to_keep=1, **{self.cache_keyword: cache}).logits[:, -1]
+        cache.archscope_seen = start + ids.shape[1]
+        return logits
 
 
 def cache_keyword(module) -> str:

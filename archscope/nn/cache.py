@@ -87,9 +87,16 @@ class LayerCache:
         self.positions.fill_(-1)
 
 
+def held_parts(layers) -> list:
+    """Every per-layer cache and state, a hybrid layer's pair (KV cache, state) as two."""
+    return [part for layer in layers if layer is not None
+            for part in (layer if isinstance(layer, tuple) else (layer,))]
+
+
 class KVCache:
     """Per decoder layer what it keeps (a LayerCache for attention, a constant-size state for
-    a state mixer, None for an MLP-only layer) and the number of tokens seen so far."""
+    a state mixer, both as a pair for a hybrid layer, None for an MLP-only layer) and the
+    number of tokens seen so far."""
 
     def __init__(self, layers: list, max_len: int):
         self.layers = layers
@@ -103,18 +110,17 @@ class KVCache:
 
     def kv_nbytes(self) -> int:
         """Bytes of the per-token caches (attention layers)."""
-        return sum(layer.nbytes() for layer in self.layers if isinstance(layer, LayerCache))
+        return sum(layer.nbytes() for layer in held_parts(self.layers) if isinstance(layer, LayerCache))
 
     def state_nbytes(self) -> int:
         """Bytes of the constant per-sequence states (state-mixer layers)."""
-        return sum(layer.nbytes() for layer in self.layers
-                   if layer is not None and not isinstance(layer, LayerCache))
+        return sum(layer.nbytes() for layer in held_parts(self.layers)
+                   if not isinstance(layer, LayerCache))
 
     def reset(self) -> None:
         """Empty the cache for a new prompt, keeping its buffers (and so their addresses)."""
-        for layer in self.layers:
-            if layer is not None:
-                layer.reset()
+        for layer in held_parts(self.layers):
+            layer.reset()
         self.length = 0
 
     def keep_length_on_device(self) -> None:
@@ -125,7 +131,7 @@ class KVCache:
         """
         if self._device_length is None:
             kept = next(layer.positions if isinstance(layer, LayerCache) else layer.conv
-                        for layer in self.layers if layer is not None)  # states: a conv window
+                        for layer in held_parts(self.layers))  # states: a conv window
             self._device_length = torch.zeros((), dtype=torch.long, device=kept.device)
         # one tensor for the cache's life: a compiled or graph-captured step reads it in place
         self._device_length.fill_(int(self.length))

@@ -91,13 +91,15 @@ class GatedMLP(nn.Module):
     """down(act(gate(x)) * up(x)): SwiGLU when the activation is SiLU, GeGLU with GELU-tanh.
     `fused` (Phi-3): one gate_up_proj d -> 2*d_ff, gate rows first (transformers' Phi3MLP
     chunks its output into gate, up), under its HF name so a checkpoint loads as it is.
-    `sub_norm` (BitNet): a norm of act(gate) * up before down_proj, `ffn_sub_norm`."""
+    `sub_norm` (BitNet): a norm of act(gate) * up before down_proj, `ffn_sub_norm`.
+    `gate_scale` (Falcon-H1's first mlp_multiplier) multiplies gate(x) before the activation."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool,
                  fused: bool = False, limit: float | None = None,
-                 sub_norm: nn.Module | None = None):
+                 sub_norm: nn.Module | None = None, gate_scale: float = 1.0):
         super().__init__()
         self.fused = fused
+        self.gate_scale = None if gate_scale == 1 else gate_scale
         if fused:
             self.gate_up_proj = Linear(d_model, 2 * d_ff, bias=bias)
         else:
@@ -114,6 +116,8 @@ class GatedMLP(nn.Module):
 
     def forward(self, x):
         gate, up = self.gate_up(x)
+        if self.gate_scale is not None:
+            gate = gate * self.gate_scale
         return self.down_proj(self.ffn_sub_norm(self.glu(gate, up)))
 
 
@@ -128,13 +132,13 @@ def _sub_norm(spec: ModelSpec, ffn: FFNSpec) -> nn.Module | None:
 
 def swiglu(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
     return GatedMLP(spec.d_model, ffn.d_ff, ffn.activation, ffn.bias, bool(ffn.fused_gate_up),
-                    ffn.limit, _sub_norm(spec, ffn))
+                    ffn.limit, _sub_norm(spec, ffn), spec.mults.ffn_gate)
 
 
 def geglu(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:
     """Gemma's MLP: the gated form with GELU (tanh approximation), which defines the kind."""
     return GatedMLP(spec.d_model, ffn.d_ff, "gelu_tanh", ffn.bias, bool(ffn.fused_gate_up),
-                    ffn.limit, _sub_norm(spec, ffn))
+                    ffn.limit, _sub_norm(spec, ffn), spec.mults.ffn_gate)
 
 
 def relu2(spec: ModelSpec, ffn: FFNSpec) -> nn.Module:

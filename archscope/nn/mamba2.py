@@ -1,10 +1,14 @@
-"""The Mamba-2 (SSD) state mixer of Granite 4.0-H, Nemotron-H and Bamba, in plain torch.
+"""The Mamba-2 (SSD) state mixer of Granite 4.0-H, Nemotron-H, Bamba, Mamba2ForCausalLM and
+Falcon-H1, in plain torch.
 
     in_proj: d_model -> z (d_inner) | xBC (conv_dim) | dt (n_heads)
     xBC = silu(causal depthwise conv1d(xBC));  x | B | C = xBC   (B, C: n_groups x d_state)
     dt = softplus(dt + dt_bias);  A = -exp(A_log)                  (per head)
     h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t^T;  y_t = h_t C_t + D x_t   (per head: P x N state)
-    out_proj(gated_rmsnorm(y, z))
+    out_proj(gated_rmsnorm(y, z))      (without the gated norm, Falcon-H1's: out_proj(y * silu(z)))
+
+Falcon-H1 multiplies in_proj's five outputs by its µP vector (spec: proj_multipliers) before
+anything reads them.
 
 A prompt runs the chunked SSD scan (Mamba-2 paper, section 6: quadratic attention-like form
 inside chunks of `chunk_size` tokens, a state passed between chunks); one cached token runs the
@@ -142,8 +146,11 @@ class Mamba2Mixer(nn.Module):
         # A = -exp(A_log) < 0 keeps every per-step decay exp(dt A) below 1; S4D-real init
         self.A_log = nn.Parameter(torch.log(torch.arange(1, m.n_heads + 1, dtype=torch.float)))
         self.D = nn.Parameter(torch.ones(m.n_heads))
-        self.norm = GatedRMSNorm(m.d_inner, m.norm_group_size, eps, m.norm_before_gate)
+        # without a gated norm (Falcon-H1's mamba_rms_norm false) y * silu(z) goes to out_proj
+        self.norm = (GatedRMSNorm(m.d_inner, m.norm_group_size, eps, m.norm_before_gate)
+                     if m.gated_norm else None)
         self.out_proj = Linear(m.d_inner, d_model, bias=m.proj_bias)
+        self._proj_scales: dict = {}  # (device, dtype) -> Falcon-H1's µP vector over in_proj
 
     @torch.no_grad()
     def init_own_weights(self) -> None:
@@ -173,6 +180,27 @@ class Mamba2Mixer(nn.Module):
         out = causal_depthwise_conv(xbc.transpose(1, 2), self.conv1d, history)
         return F.silu(out).to(xbc.dtype).transpose(1, 2)
 
+    def _scaled(self, proj: torch.Tensor) -> torch.Tensor:
+        """in_proj's outputs times the spec's proj_multipliers (one per segment z, x, B, C, dt),
+        as Falcon-H1 multiplies them by its mup_vector; the vector is made once per device and
+        dtype (a plain attribute, not a buffer: nothing to load or initialise)."""
+        m = self.spec
+        if m.proj_multipliers is None:
+            return proj
+        key = (proj.device, proj.dtype)
+        if key not in self._proj_scales:
+            self._proj_scales[key] = torch.cat([torch.full((w,), v, dtype=proj.dtype,
+                                                           device=proj.device)
+                                                for w, v in zip(m.proj_widths,
+                                                                m.proj_multipliers)])
+        return proj * self._proj_scales[key]
+
+    def _gate(self, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """The gated norm, or without one y * silu(z), in fp32."""
+        if self.norm is not None:
+            return self.norm(y, z)
+        return y.float() * F.silu(z.float())
+
     def _heads(self, t: torch.Tensor) -> torch.Tensor:
         """[..., n_groups * N] -> [..., n_heads, N]: group g serves heads g*H/G .. (g+1)*H/G-1."""
         m = self.spec
@@ -196,7 +224,8 @@ class Mamba2Mixer(nn.Module):
         state = cache
         m = self.spec
         b, T, _ = hidden.shape
-        z, xbc, dt = self.in_proj(hidden).split([m.d_inner, m.conv_dim, m.n_heads], dim=-1)
+        z, xbc, dt = self._scaled(self.in_proj(hidden)).split([m.d_inner, m.conv_dim, m.n_heads],
+                                                              dim=-1)
         x, B, C = self._conv(xbc, state).split(
             [m.d_inner, m.n_groups * m.d_state, m.n_groups * m.d_state], dim=-1)
         x = x.unflatten(-1, (m.n_heads, m.head_dim))
@@ -215,7 +244,7 @@ class Mamba2Mixer(nn.Module):
                 state.ssm.copy_(final)
         if state is not None:
             state.started = True
-        y = self.norm(y.flatten(-2), z)
+        y = self._gate(y.flatten(-2), z)
         return self.out_proj(y.to(hidden.dtype))
 
 

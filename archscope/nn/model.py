@@ -14,7 +14,7 @@ from archscope.nn.cache import KVCache
 from archscope.nn.dsa import link_shared_indexers
 from archscope.nn.linear import Linear
 from archscope.nn.norms import make_norm
-from archscope.nn.registry import ffn_module, mixer_module
+from archscope.nn.registry import ffn_module, mixer_module, state_module
 from archscope.nn.rope import RotaryEmbedding
 from archscope.spec.components import NORM_SLOTS, SUBLAYER_SLOTS
 from archscope.spec.schema import LayerPlan, ModelSpec
@@ -25,7 +25,10 @@ class Block(nn.Module):
     `mixer`) and an FFN sublayer (`mlp`), each with its norms and residual. A layer may lack
     one of the two (Nemotron-H's MLP-only and mixer-only layers): its norms go with it. A
     parallel block (norm.position parallel) feeds one normed input to both and adds both
-    outputs to the residual."""
+    outputs to the residual. A hybrid layer (Falcon-H1) has attention and a state mixer, both
+    fed the mixer sublayer's normed input, their outputs summed; its cache is the pair
+    (KV cache, state). Falcon-H1's µP multipliers scale each mixer's input and output and the
+    FFN's output (spec.multipliers; 1 builds no multiply)."""
 
     def __init__(self, spec: ModelSpec, layer: LayerPlan):
         super().__init__()
@@ -43,6 +46,13 @@ class Block(nn.Module):
         if self.mixer_name:
             norms(*SUBLAYER_SLOTS["attn"])  # registration order = the module order
             setattr(self, self.mixer_name, mixer_module(spec, layer))
+        self.hybrid = layer.attention is not None and layer.state is not None
+        if self.hybrid:  # the state mixer beside attention
+            self.mixer = state_module(spec, layer)
+        m = spec.mults
+        self.scales = {"self_attn": (unless_one(m.attention_in), unless_one(m.attention_out)),
+                       "mixer": (unless_one(m.mixer_in), unless_one(m.mixer_out))}
+        self.ffn_scale = unless_one(m.ffn_out)
         self.has_ffn = layer.ffn is not None
         if self.has_ffn:
             norms(*SUBLAYER_SLOTS["ffn"])
@@ -57,18 +67,35 @@ class Block(nn.Module):
         n = self.slot
         if self.parallel:  # x + attn(n(x)) + mlp(n(x)): one norm, the FFN beside attention
             h = n["attn_in"](x)
-            mixed = getattr(self, self.mixer_name)(h, rope, start, cache)
-            return self._skip(x) + self._scaled(mixed) + self._scaled(self.mlp(h))
+            mixed = self._mix(h, rope, start, cache)
+            return self._skip(x) + self._scaled(mixed) + self._scaled(self._ffn(h))
         if self.mixer_name:
             h = n["attn_in"](x)
-            mixed = getattr(self, self.mixer_name)(h, rope, start, cache)
+            mixed = self._mix(h, rope, start, cache)
             x = n["attn_sum"](self._skip(h if self.normed_residual else x)
                               + self._scaled(n["attn_out"](mixed)))
         if self.has_ffn:
             h = n["ffn_in"](x)
             x = n["ffn_sum"](self._skip(h if self.normed_residual else x)
-                             + self._scaled(n["ffn_out"](self.mlp(h))))
+                             + self._scaled(n["ffn_out"](self._ffn(h))))
         return x
+
+    def _mix(self, h, rope, start: int, cache):
+        """The mixer sublayer: its one mixer, or a hybrid layer's state mixer plus attention."""
+        if not self.hybrid:
+            return self._run(self.mixer_name, h, rope, start, cache)
+        kv, state = cache if cache is not None else (None, None)
+        return (self._run("mixer", h, rope, start, state)
+                + self._run("self_attn", h, rope, start, kv))
+
+    def _run(self, name: str, h, rope, start: int, cache):
+        into, out = self.scales[name]
+        y = getattr(self, name)(h if into is None else h * into, rope, start, cache)
+        return y if out is None else y * out
+
+    def _ffn(self, h):
+        y = self.mlp(h)
+        return y if self.ffn_scale is None else y * self.ffn_scale
 
     def _scaled(self, y):
         return y if self.residual_scale is None else self.residual_scale * y
@@ -80,7 +107,9 @@ class Block(nn.Module):
         """What this layer keeps per sequence: a KV cache, a state, or None (no mixer)."""
         if not self.mixer_name:
             return None
-        return getattr(self, self.mixer_name).new_cache(batch, max_len, device, dtype)
+        held = getattr(self, self.mixer_name).new_cache(batch, max_len, device, dtype)
+        return (held, self.mixer.new_cache(batch, max_len, device, dtype)) if self.hybrid \
+            else held
 
 
 def _embedding(n: int, d: int) -> nn.Embedding:

@@ -14,10 +14,15 @@ def attention_module(spec: ModelSpec, attn: AttentionSpec) -> nn.Module:
 
 
 def mixer_module(spec: ModelSpec, layer: LayerPlan) -> nn.Module:
-    """The layer's mixer: its attention, or its state mixer (the layer must have one)."""
+    """The layer's mixer: its attention, or its state mixer (the layer must have one); a hybrid
+    layer's state mixer beside its attention is `state_module`."""
     if layer.attention is not None:
         return attention_module(spec, layer.attention)
-    kind = mixer_kind(layer.state.kind)
+    return state_module(spec, layer)
+
+
+def state_module(spec: ModelSpec, layer: LayerPlan) -> nn.Module:
+    kind = mixer_kind(layer.state.kind)  # a per_layer kind (lightning's decay) takes the index
     return kind.factory()(spec, layer.state, *((layer.index,) if kind.per_layer else ()))
 
 

@@ -38,7 +38,10 @@ def state_mixer(m) -> str:
 
 
 def mixer(layer: LayerPlan) -> str:
-    """The layer's mixer in one line: its attention, its state mixer, or none."""
+    """The layer's mixer in one line: its attention, its state mixer, both (a hybrid layer),
+    or none."""
+    if layer.attention is not None and layer.state is not None:
+        return f"{attention(layer.attention)} + beside it {state_mixer(layer.state)}"
     if layer.attention is not None:
         return attention(layer.attention)
     return state_mixer(layer.state) if layer.state else NO_MIXER

@@ -235,7 +235,8 @@ class FFNSpec:
 @dataclass(frozen=True)
 class Multipliers:
     """Granite's scale factors (HF: embedding_multiplier, attention_multiplier,
-    residual_multiplier, logits_scaling)."""
+    residual_multiplier, logits_scaling) and Falcon-H1's µP ones, each around one sublayer
+    (attention_in/out_multiplier, ssm_in/out_multiplier, mlp_multipliers)."""
 
     embedding: float = 1.0  # token embeddings are multiplied by it
     attention: float | None = None  # softmax scale; null means 1/sqrt(q/k head dim)
@@ -244,9 +245,26 @@ class Multipliers:
     # (MiniMax-01's *_alpha_factor, DeepNorm's alpha): x = skip * x + residual * sublayer(x)
     skip: float = 1.0
     logits: float = 1.0  # logits are divided by it (HF's logits_scaling)
+    # the normed input of attention / of the state mixer is multiplied by `*_in`, its output by
+    # `*_out` (before `residual`); a gated FFN's gate pre-activation by ffn_gate, its output by
+    # ffn_out
+    attention_in: float = 1.0
+    attention_out: float = 1.0
+    mixer_in: float = 1.0
+    mixer_out: float = 1.0
+    ffn_gate: float = 1.0
+    ffn_out: float = 1.0
 
     def validate(self) -> None:
-        positive(self, "embedding", "attention", "residual", "logits", "skip")
+        positive(self, "embedding", "attention", "residual", "logits", "skip", "attention_in",
+                 "attention_out", "mixer_in", "mixer_out", "ffn_gate", "ffn_out")
+
+    def shown(self) -> dict:
+        """The factors a page prints: Granite's four (attention when set), the others (the
+        DeepNorm skip, the µP ones) only where they are not 1."""
+        granite = ("embedding", "attention", "residual", "logits")
+        return {k: v for k, v in vars(self).items()
+                if v is not None and (k in granite or v != 1)}
 
 
 @dataclass(frozen=True)

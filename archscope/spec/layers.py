@@ -17,8 +17,9 @@ class LayerOverride:
     """Per-layer changes. `select` picks layers: a list of indices or a slice like "1::2".
 
     A component override with `kind` replaces the component; without `kind` it patches fields.
-    `mixer` picks the layers' mixer: `attention`, the model's state mixer kind, or `none` (an
-    MLP-only layer); `ffn: none` leaves the FFN out (Nemotron-H's mixer-only layers).
+    `mixer` picks the layers' mixer: `attention`, the model's state mixer kind, `hybrid` (both,
+    side by side: Falcon-H1) or `none` (an MLP-only layer); `ffn: none` leaves the FFN out
+    (Nemotron-H's mixer-only layers).
     """
 
     select: str | tuple[int, ...]
@@ -67,8 +68,9 @@ class LayerOverride:
 class LayerPlan:
     """What one decoder layer is: the builder and the estimators both read this.
 
-    Its mixer is `attention` or `state` (a state mixer) or neither (an MLP-only layer); `ffn`
-    is None in a mixer-only layer (Nemotron-H). A layer has at least one of the two.
+    Its mixer is `attention` or `state` (a state mixer), both (a hybrid layer: Falcon-H1's,
+    the two on the same input, summed) or neither (an MLP-only layer); `ffn` is None in a
+    mixer-only layer (Nemotron-H). A layer has at least one of the two.
     """
 
     index: int
@@ -91,7 +93,7 @@ class LayerPlan:
         """transformers' `layer_types` name for this layer (config.json reads and writes it);
         'mlp' or 'moe' for a layer without a mixer (Nemotron-H's words)."""
         if self.state is not None:
-            return "linear_attention"
+            return "linear_attention" if self.attention is None else "hybrid"
         if self.attention is None:
             return "moe" if self.is_moe else "mlp"
         if self.attention.chunk:

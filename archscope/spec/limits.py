@@ -121,6 +121,11 @@ FLOAT_LIMITS: dict[str, tuple[float, float]] = {
     "embedding": (1e-6, 1e6), "attention": (1e-6, 1e6), "residual": (1e-6, 1e6),
     "logits": (1e-6, 1e6),
     "skip": (1e-6, 1e6),  # MiniMax-01's DeepNorm alpha: 3.56
+    # Falcon-H1's µP multipliers (the published 0.5B's: 0.24 to 5.7), around each sublayer and
+    # over Mamba-2's in_proj outputs
+    "attention_in": (1e-6, 1e6), "attention_out": (1e-6, 1e6), "mixer_in": (1e-6, 1e6),
+    "mixer_out": (1e-6, 1e6), "ffn_gate": (1e-6, 1e6), "ffn_out": (1e-6, 1e6),
+    "proj_multipliers": (1e-6, 1e6),
     "eps": (1e-12, 1.0),  # norms: 1e-6 and 1e-5
     "dt_limit_min": (1e-12, 1e6), "dt_limit_max": (1e-12, 1e6),  # Mamba-2's dt clamp: 0.001
     "dt_bc_norm_eps": (1e-12, 1.0),  # Mamba-1's dt/B/C norms (Falcon-Mamba, Jamba): 1e-6

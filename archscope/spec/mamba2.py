@@ -4,7 +4,8 @@ where attention would be.
 A frozen dataclass whose field names are the YAML keys (DESIGN.md section 2); it checks its own
 consistency in `validate`. Only facts are stored; widths are properties.
 
-How transformers 5.23's three mixer classes map onto it (they run the same torch path; they
+(Mamba2ForCausalLM's and Falcon-H1's keys: their family modules, spec/families/mamba2.py and
+falcon_h1.py.) How transformers 5.23's three mixer classes map onto it (they run the same torch path; they
 differ only in which config keys they read):
 
 | key | granitemoehybrid / bamba | nemotron_h |
@@ -67,6 +68,12 @@ class Mamba2Spec:
     # false (all three families): gate first, y * silu(z), then normalise; true: normalise,
     # then gate (mamba_ssm's RMSNormGated option)
     norm_before_gate: bool = False
+    # false: no gated norm at all, y * silu(z) goes to out_proj (Falcon-H1's mamba_rms_norm
+    # false; mamba_ssm's rmsnorm=False): the mixer has no norm weight
+    gated_norm: bool = True
+    # Falcon-H1's µP vector (ssm_multipliers): in_proj's five outputs z, x, B, C, dt are
+    # multiplied by these, each over its own width, before anything reads them; null: all 1
+    proj_multipliers: tuple[float, ...] | None = None
 
     def validate(self) -> None:
         positive(self, "n_heads", "head_dim", "d_state", "n_groups", "conv_kernel", "chunk_size")
@@ -76,6 +83,11 @@ class Mamba2Spec:
         require(self.dt_limit_min >= 0, "dt_limit_min",
                 f"dt is a softplus, never negative: the lower clamp must be >= 0, "
                 f"got {self.dt_limit_min}")
+        if self.proj_multipliers is not None:
+            require(len(self.proj_multipliers) == 5 and all(v > 0 for v in self.proj_multipliers),
+                    "proj_multipliers",
+                    "five positive numbers, one per in_proj output (z, x, B, C, dt), "
+                    f"got {self.proj_multipliers!r}")
         if self.dt_limit_max is not None:
             require(self.dt_limit_max > self.dt_limit_min, "dt_limit_max",
                     f"must be above dt_limit_min ({self.dt_limit_min}), got {self.dt_limit_max} "
@@ -99,6 +111,12 @@ class Mamba2Spec:
     def in_proj_width(self) -> int:
         """in_proj's outputs, in the order they are split: z, x, B, C, dt (one per head)."""
         return self.d_inner + self.conv_dim + self.n_heads
+
+    @property
+    def proj_widths(self) -> tuple[int, int, int, int, int]:
+        """Widths of in_proj's outputs z, x, B, C, dt (what proj_multipliers scale)."""
+        gn = self.n_groups * self.d_state
+        return (self.d_inner, self.d_inner, gn, gn, self.n_heads)
 
     @property
     def norm_group_size(self) -> int:

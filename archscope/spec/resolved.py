@@ -22,8 +22,8 @@ def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
     top = {k: v for k, v in to_mapping(spec).items() if k not in _NOT_NETWORK}
     top["norm"]["bias"] = spec.norm.has_bias
     m = spec.mults
-    # the softmax scale of the attention layers; none where no layer attends (a pure Mamba
-    # stack, whose spec's `attention` no layer builds)
+    # the softmax scale a layer's attention resolves to (none when no layer attends: the
+    # top-level attention then builds nothing, a pure Mamba stack's)
     attends = any(layer.attention is not None for layer, _ in spec.distinct_layers)
     top["multipliers"] = {**to_mapping(m), "attention": m.attention or (
         spec.attention.qk_head_dim ** -0.5 if attends else None)}
@@ -33,7 +33,8 @@ def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
         # a hybrid's layer lacks a part (None) or has the state mixer (model-wide: its kind)
         parts = {"attention": a and {**to_mapping(a), "n_kv_heads": a.kv_heads,
                                      "out_bias": a.has_out_bias}, "ffn": f and to_mapping(f),
-                 "position": to_mapping(layer.position), "mixer": layer.mixer and layer.mixer.kind}
+                 "position": to_mapping(layer.position), "mixer": layer.mixer and layer.mixer.kind,
+                 "state": layer.state and layer.state.kind}  # a hybrid layer: attention too
         if f is not None:
             parts["ffn"]["kind"] = _SAME_NETWORK.get((f.kind, f.activation), f.kind)
         if f is not None and f.kind == "moe":

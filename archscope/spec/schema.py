@@ -29,7 +29,7 @@ from archscope.spec.layers import LayerOverride, LayerPlan
 from archscope.spec.limits import LAYER_PICKS_MAX
 from archscope.spec.limits import WHERE as LIMITS
 from archscope.spec.mamba2 import Mamba2Spec
-from archscope.spec.mixers import ATTENTION, NONE, STATE_KINDS, StateMixerSpec
+from archscope.spec.mixers import ATTENTION, HYBRID, NONE, STATE_KINDS, StateMixerSpec
 
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers", "HeadSpec",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "IndexerSpec", "RouterSpec",
@@ -92,6 +92,11 @@ class ModelSpec:
                             "layer says mixer: attention or none): leave `mixer` out",
                             key="mixer")
         check_shared_indexers(self.plan if self.layers else self.plan[:1], self.attention)
+        if self.mults.ffn_gate != 1:
+            plain = next((layer for layer, _ in self.distinct_layers if layer.ffn is not None
+                          and layer.ffn.kind not in ("swiglu", "geglu")), None)
+            require(plain is None, "multipliers.ffn_gate", "scales a gated FFN's gate; layer "
+                    f"{plain.index if plain else 0}'s FFN is {plain.ffn.kind if plain else ''!r}")
         if self.norm.position == "parallel":
             lone = next((layer for layer in self.plan if layer.attention is None
                          or layer.ffn is None), None)
@@ -176,7 +181,7 @@ class ModelSpec:
                 if override.note is not None:
                     notes[i] = override.note
         for i, key in patched_attention.items():
-            require(mixers[i] == ATTENTION, key + ".attention",
+            require(mixers[i] in (ATTENTION, HYBRID), key + ".attention",
                     f"patches the attention of layer {i}, whose mixer is {mixers[i]!r}")
         for i in range(n):  # an if, not require: no message built per layer
             if mixers[i] == NONE and no_ffn[i]:
@@ -203,10 +208,10 @@ class ModelSpec:
         for i, mixer, a, f, p, without_ffn, note in zip(range(n), mixers, attn, ffn, pos, no_ffn,
                                                          notes):
             attention = layer_ffn = state = None  # an unpatched part: the model's own object
-            if mixer == ATTENTION:
+            if mixer in (ATTENTION, HYBRID):
                 attention = build(AttentionSpec, self.attention, "attention", a) if a \
                     else self.attention
-            elif mixer != NONE:
+            if mixer not in (ATTENTION, NONE):  # the state kind, or hybrid: both
                 state = self.mixer
             if not without_ffn:
                 layer_ffn = build(FFNSpec, self.ffn, "ffn", f) if f else self.ffn
@@ -238,7 +243,8 @@ class ModelSpec:
         return tuple((layer, n) for layer, n in counts.values())
 
     def _check_mixer_word(self, word: str, key: str) -> None:
-        allowed = [ATTENTION, NONE] + ([self.mixer.kind] if self.mixer is not None else [])
+        allowed = [ATTENTION, NONE] + ([self.mixer.kind, HYBRID] if self.mixer is not None
+                                       else [])
         if word not in allowed:
             hint = ("" if self.mixer is not None or word not in STATE_KINDS else
                     f" (a {word} layer needs the model's `mixer:` spec)")

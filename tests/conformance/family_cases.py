@@ -606,4 +606,31 @@ FAMILY_CASES += [
                              num_experts_per_tok=2, mamba_d_state=8, mamba_expand=2,
                              mamba_dt_rank=5, mamba_d_conv=3, rms_norm_eps=1e-5, **NO_IDS),
                flops_gap=dropped_conv_outputs(_mamba_layers)),
+    # Mamba-2 as a whole model: every layer x + mixer(norm(x)); chunks of 8 under the 18-token
+    # prompt, two groups of B/C, a tied head, and the time-step clamp, which transformers applies
+    # in a prompt's scan only (not in a decode step): the cached decode is compared with its own
+    FamilyCase("mamba2", dict(vocab_size=97, hidden_size=64, num_hidden_layers=2, num_heads=8,
+                              head_dim=16, expand=2, state_size=8, n_groups=2, conv_kernel=4,
+                              chunk_size=8, time_step_limit=[0.0, 0.5], use_bias=True,
+                              tie_word_embeddings=True, **NO_IDS),
+               stepwise_reference=True, flops_gap=dropped_conv_outputs(_mamba_layers)),
+    # Falcon-H1: attention and Mamba-2 side by side in every layer, summed, then a SwiGLU; the
+    # class's defaults (no gated norm, every µP multiplier 1), then a gated norm normalising
+    # before the gate, in_proj/out_proj biases and every multiplier away from 1 (dyadic, so
+    # that 1 / lm_head_multiplier and key_multiplier / sqrt(head_dim) round-trip exactly)
+    FamilyCase("falcon_h1", dict(SHAPE, mamba_d_ssm=64, mamba_n_heads=4, mamba_d_head=16,
+                                 mamba_d_state=8, mamba_n_groups=2, mamba_d_conv=4,
+                                 mamba_chunk_size=8, **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
+    FamilyCase("falcon_h1", dict(SHAPE, mamba_d_ssm=64, mamba_n_heads=8, mamba_d_head=8,
+                                 mamba_d_state=8, mamba_n_groups=2, mamba_d_conv=4,
+                                 mamba_chunk_size=8, mamba_rms_norm=True,
+                                 mamba_norm_before_gate=True, mamba_proj_bias=True,
+                                 projectors_bias=True, embedding_multiplier=2.0,
+                                 lm_head_multiplier=0.5, attention_in_multiplier=2.0,
+                                 attention_out_multiplier=0.5, key_multiplier=0.5,
+                                 ssm_in_multiplier=0.5, ssm_out_multiplier=2.0,
+                                 mlp_multipliers=[1.5, 0.75],
+                                 ssm_multipliers=[0.5, 1.5, 0.75, 1.25, 2.0], **NO_IDS),
+               name="falcon_h1-mup-gated-norm", flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]

@@ -137,6 +137,13 @@ KIND_CASES = {
                                 "conv_kernel": 3, "dt_bc_norm": "weighted"},
                       "position": {"kind": "none"},
                       "layers": [{"select": [1], "mixer": "attention"}]},
+    # Falcon-H1: attention and Mamba-2 side by side on one layer (a KV cache and a state),
+    # Mamba-2 without its gated norm, µP multipliers around each sublayer and over in_proj
+    "hybrid-layer-mamba2-mup": {
+        "mixer": {**_MAMBA2, "gated_norm": False, "proj_multipliers": [0.5, 2.0, 1.0, 1.5, 0.25]},
+        "layers": [{"select": [0], "mixer": "hybrid"}],
+        "multipliers": {"attention_in": 2.0, "attention_out": 0.5, "mixer_in": 0.5,
+                        "mixer_out": 2.0, "ffn_gate": 1.5, "ffn_out": 0.75}},
 }
 
 

@@ -138,6 +138,14 @@ def block_diagram(spec: ModelSpec, layer: LayerPlan) -> str:
         kind, component = mixing
         with g.subgraph("attn", kind.title(component)):
             attn_in, attn_out = kind.draw(g, spec, component)
+    if layer.attention is not None and layer.state is not None:  # a hybrid layer: both, summed
+        state = mixer_kind(layer.state.kind)
+        with g.subgraph("beside", state.title(layer.state)):
+            state_in, state_out = state.draw(g, spec, layer.state)
+        g.circle("mixed", "+")
+        g.edge(attn_out, "mixed")
+        g.edge(state_out, "mixed")
+        attn_in, attn_out = _targets(attn_in) + _targets(state_in), "mixed"
     if layer.ffn is not None:
         ffn = ffn_kind(layer.ffn.kind)
         with g.subgraph("ffn", ffn.title(layer.ffn)):

@@ -30,8 +30,8 @@ def configuration(spec: ModelSpec) -> str:
     rows += [("norm", describe.norm(spec.norm)), ("position", describe.position(spec.position)),
              ("tie_embeddings", yes_no(spec.tie_embeddings))]
     if spec.multipliers:
-        rows.append(("multipliers", ", ".join(f"{k} {v:g}" for k, v in vars(spec.mults).items()
-                                              if v is not None and (k != "skip" or v != 1))))
+        rows.append(("multipliers", ", ".join(f"{k} {v:g}"
+                                              for k, v in spec.mults.shown().items())))
     body = table([{"k": k, "v": v} for k, v in rows],
                  [("key", lambda r: r["k"], "l"), ("value", lambda r: r["v"], "l")])
     return section("Configuration", body, f"source: {spec.source}")

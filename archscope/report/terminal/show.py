@@ -19,8 +19,8 @@ def show_text(spec: ModelSpec, record, layer_modules: dict, details: dict,
         ["n_layers", str(spec.n_layers)], ["max_seq_len", commas(spec.max_seq_len)],
         ["norm", describe.norm(spec.norm)], ["position", describe.position(spec.position)],
         ["tie_embeddings", str(spec.tie_embeddings).lower()],
-    ] + ([["multipliers", ", ".join(f"{k} {v:g}" for k, v in vars(spec.mults).items()
-                                    if v is not None and (k != "skip" or v != 1))]] if spec.multipliers else [])
+    ] + ([["multipliers", ", ".join(f"{k} {v:g}" for k, v in spec.mults.shown().items())]]
+         if spec.multipliers else [])
       + ([["lm_head", describe.head(spec.lm_head)]] if spec.head else []))
     lines += ["", "Layers"]
     for group in describe.layer_plan(spec):
