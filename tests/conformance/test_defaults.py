@@ -23,7 +23,8 @@ REFUSED = {"jetmoe": "mixture of attention heads",
            "longcat_flash": "zero-computation experts", "deepseek_v4": "hyper-connections",
            "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
            "gemma4_text": "per-layer input embeddings",
-           "mimo_v2_flash": "value heads", "afmoe": "output gate"}
+           "mimo_v2_flash": "value heads", "afmoe": "output gate",
+           "zamba": "Mamba-1 selective scan"}
 
 
 def _config(model_type: str):
