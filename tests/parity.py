@@ -161,7 +161,7 @@ def slots_in_use_bytes(cache) -> int:
 
     return sum(int((layer.positions >= 0).sum())
                * sum(b.numel() // layer.capacity * b.element_size() for b in layer.buffers.values())
-               for layer in cache.layers if isinstance(layer, LayerCache))
+               for layer in cache.parts() if isinstance(layer, LayerCache))
 
 
 def held_cache_bytes(model, ids: torch.Tensor, capacity: int) -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archscope.estimate.shared_blocks import stored_parts
 from archscope.estimate.structure import Part, embedding_parts, head_parts, layer_parts
 from archscope.spec import LayerPlan, ModelSpec
 
@@ -128,4 +129,5 @@ def weight_tensors(spec: ModelSpec) -> list[Tensor]:
     out = [t for p in embedding_parts(spec) for t in _split(p, d, None)]
     for plan in spec.plan:
         out += [t for p in layer_parts(spec, plan) for t in _split(p, d, plan)]
+    out += [t for p in stored_parts(spec) for t in _split(p, d, None)]  # shared blocks
     return out + [t for p in head_parts(spec) for t in _split(p, d, None)]

@@ -103,12 +103,17 @@ class KVCache:
 
     def kv_nbytes(self) -> int:
         """Bytes of the per-token caches (attention layers)."""
-        return sum(layer.nbytes() for layer in self.layers if isinstance(layer, LayerCache))
+        return sum(part.nbytes() for part in self.parts() if isinstance(part, LayerCache))
 
     def state_nbytes(self) -> int:
         """Bytes of the constant per-sequence states (state-mixer layers)."""
-        return sum(layer.nbytes() for layer in self.layers
-                   if layer is not None and not isinstance(layer, LayerCache))
+        return sum(part.nbytes() for part in self.parts() if not isinstance(part, LayerCache))
+
+    def parts(self) -> list:
+        """Every layer's caches: a layer that runs a shared block keeps its KV cache beside its
+        mixer's state (`parts`, nn/shared_blocks.UseCache)."""
+        return [part for layer in self.layers if layer is not None
+                for part in getattr(layer, "parts", (layer,))]
 
     def reset(self) -> None:
         """Empty the cache for a new prompt, keeping its buffers (and so their addresses)."""

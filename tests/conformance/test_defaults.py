@@ -24,8 +24,7 @@ REFUSED = {"jetmoe": "mixture of attention heads",
            "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
            "gemma4_text": "per-layer input embeddings",
            "mimo_v2_flash": "value heads", "afmoe": "output gate",
-           "zamba": "Mamba-1 selective scan",
-           "zamba2": "shared transformer block"}
+           "zamba": "Mamba-1 selective scan"}
 
 
 def _config(model_type: str):
