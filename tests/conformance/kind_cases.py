@@ -102,6 +102,17 @@ KIND_CASES = {
     "mla-half-split-rope": {"attention": {**_MLA, "rope_half_split": True}},
     # Apertus: a two-matrix MLP with xIELU (alpha_p, alpha_n learned per MLP)
     "mlp-xielu": {"ffn": {"kind": "mlp", "d_ff": 48, "activation": "xielu"}},
+    # Zamba 2: the model's attention and FFN as two shared blocks used in turn at three Mamba-2
+    # layers, with q/k/v and gate_up adapters; no FFN in the layers themselves
+    "shared-blocks": {"n_layers": 4, "mixer": _MAMBA2,
+                      "attention": {"n_kv_heads": 4, "head_dim": 16},
+                      "ffn": {"activation": "gelu", "fused_gate_up": True},
+                      "layers": [{"select": "0:4", "ffn": "none"}],
+                      "shared": {"at": [1, 2, 3], "copies": 2, "adapter_rank": 4,
+                                 "ffn_adapter": True, "attention_adapter": True}},
+    # one block, GQA, no adapters, layers that keep their FFN, no RoPE
+    "shared-block-plain": {"mixer": _MAMBA2, "position": {"kind": "none"},
+                           "shared": {"at": [0, 1]}},
 }
 
 
