@@ -17,7 +17,7 @@ from archscope.estimate.state import state_bytes
 from archscope.measure.reference import returned_cache
 from archscope.nn import build_model, count_parameters
 from archscope.spec import load_spec
-from parity import hf_eager_prefill_flops, slots_in_use_bytes
+from parity import checked_preset, hf_eager_prefill_flops, slots_in_use_bytes
 
 BATCH, PREFILL = 2, 13
 TYPES = ["mamba", "hybrid", "mamba", "hybrid", "hybrid"]
@@ -111,3 +111,14 @@ def test_shared_weights_count_once_and_their_flops_at_every_use(tmp_path):
     assert ours3 - ours2 == counted3 - counted2 > 0
     # the FLOPs of that use: the block's matmuls and attention per token, more than its linear
     assert ours3 - ours2 > 2 * BATCH * PREFILL * per_use
+
+
+@pytest.mark.slow
+def test_the_preset_on_meta_equals_transformers_and_the_estimate():
+    """zamba2-7b: archscope's and transformers' classes on meta hold the estimate (7.36B: the
+    report's "7.4B"); its KV cache per token is the shared attention's at its 13 uses."""
+    spec, p, theirs = checked_preset("zamba2-7b", "Zamba2ForCausalLM")
+    assert theirs.config.hybrid_layer_ids == list(spec.shared.at)
+    assert round(p.total / 1e9, 1) == 7.4  # the report's "7.4B parameter"
+    a = spec.attention
+    assert kv_cache_bytes(spec, 1, 1, "bf16") == 13 * 2 * a.n_kv_heads * a.head_dim * 2
