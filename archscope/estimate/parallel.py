@@ -195,7 +195,7 @@ def _shard(t: Tensor, spec: ModelSpec, tp: int, ep: int) -> tuple[int, int, int]
 def _kv_rows(t: Tensor, spec: ModelSpec, tp: int) -> int:
     """A k/v (or fused qkv) projection's rows (a bias's length) on one GPU: its KV heads per
     GPU, and for qkv_proj the query heads split by tp."""
-    a = spec.plan[t.layer].attention
+    a = spec.plan[t.layer].attention or spec.attention  # (a shared block's: the model's)
     size = t.cols if t.rows == 1 else t.rows
     kv_rows = (2 if t.kind == "qkv_proj" else 1) * a.n_kv_heads * a.head_dim
     q_rows = size - kv_rows if t.kind == "qkv_proj" else 0

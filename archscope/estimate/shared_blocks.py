@@ -134,3 +134,14 @@ def add_use_macs(spec: ModelSpec, tokens: int, pairs, pair_dims, component, macs
         qk, v = pair_dims(a)
         macs["attention_qk"] += pairs(a) * a.n_heads * qk * n
         macs["attention_av"] += pairs(a) * a.n_heads * v * n
+
+
+def stored_parts_by_layer(spec: ModelSpec) -> list[tuple[Part, int]]:
+    """`stored_parts` one copy a part, each with the layer it is registered at first: a block
+    at its first use, a use's own parts at that use (estimate/tensors.py: per-layer formats)."""
+    s = spec.shared
+    if s is None:
+        return []
+    block = _block(spec.d_model, spec.attention, spec.ffn)
+    return ([(p, s.at[b]) for b in range(s.copies) for p in block]
+            + [(p, i) for k, i in enumerate(s.at) for p in _use(spec, k)])
