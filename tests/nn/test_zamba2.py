@@ -6,6 +6,7 @@ archscope's; the shared blocks' weights are counted once while their FLOPs count
 FLOPs); negative controls.
 """
 
+import dataclasses
 import warnings
 
 import pytest
@@ -122,3 +123,17 @@ def test_the_preset_on_meta_equals_transformers_and_the_estimate():
     assert round(p.total / 1e9, 1) == 7.4  # the report's "7.4B parameter"
     a = spec.attention
     assert kv_cache_bytes(spec, 1, 1, "bf16") == 13 * 2 * a.n_kv_heads * a.head_dim * 2
+
+
+def test_the_export_compares_the_shared_blocks_attention(tmp_path):
+    """No layer of a Zamba 2 spec attends: the model's attention is the shared blocks', and the
+    export's read-back comparison still sees it (a NoPE shared attention under RoPE positions
+    is what Zamba2Config cannot say)."""
+    from archscope.errors import SpecError
+    from archscope.spec.hf import spec_to_hf_config
+
+    _, spec = zamba2(tmp_path)
+    assert spec_to_hf_config(spec)["model_type"] == "zamba2"
+    unrotated = spec.replace(attention=dataclasses.replace(spec.attention, rope=False))
+    with pytest.raises(SpecError):  # (the error names the first family tried)
+        spec_to_hf_config(unrotated)
