@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 from archscope.errors import InputError
+from archscope.estimate.shared_blocks import add_use_macs, use_index
 from archscope.estimate.structure import distinct_layers, head_parts, layer_key, parts_of_layer
 from archscope.kinds import attention_kind, mixer_kind
 from archscope.spec import AttentionSpec, ModelSpec
@@ -167,6 +168,7 @@ def _forward(spec: ModelSpec, tokens: int, pairs: Callable[[AttentionSpec], int]
     macs = dict.fromkeys(_components(spec), 0)
     for layer, count in distinct_layers(spec):  # alike layers once, times their count
         _layer_macs(spec, layer, tokens, pairs, keys, mla, macs, count, scored)
+    add_use_macs(spec, tokens, pairs, lambda a: _pair_dims(a, mla), _component, macs)
     for part in head_parts(spec):
         if part.macs:
             macs[_component(part.name)] += part.macs * tokens
@@ -194,12 +196,15 @@ def decode_flops_by_layer(spec: ModelSpec, context: int, mla: MLAFlops = "absorb
     the components of `decode_flops` (lm_head left out: it follows the last layer); a state
     layer's `mixer_state` is its recurrence step. The layers sum to decode_flops minus lm_head."""
     _check("context", context)
-    out = []
+    out, shared = [], use_index(spec)
     for layer in spec.plan:
         macs = dict.fromkeys(_components(spec, COMPONENTS[:-1]), 0)
         read = layer.attention.keys_read(context) if layer.attention is not None else 0
         _layer_macs(spec, layer, 1, lambda a: read, lambda a: read if mla == "recompute" else 1,
                     mla, macs, scored=lambda a: a.keys_scored(context))
+        if layer.index in shared:  # a shared block runs before this layer's mixer
+            add_use_macs(spec, 1, lambda a: a.keys_read(context), lambda a: _pair_dims(a, mla),
+                         _component, macs, uses=1)
         flops = {k: 2 * v for k, v in macs.items()}
         if layer.state is not None:
             flops["mixer_state"] = sum(mixer_kind(layer.state.kind).step_flops(layer.state).values())

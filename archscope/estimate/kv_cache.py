@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archscope.estimate.dtypes import canonical_dtype, nbytes
+from archscope.estimate.shared_blocks import kv_uses
 from archscope.kinds import attention_kind
 from archscope.spec import AttentionSpec, ModelSpec
 
@@ -82,10 +83,12 @@ class KVCache:
 
 
 def _cache_bytes(spec: ModelSpec, seq_len: int, batch: int, dtype: str, per_token) -> int:
-    return nbytes(batch * sum(count * tokens_held(layer.attention, seq_len)
-                              * per_token(layer.attention)
-                              for layer, count in spec.distinct_layers
-                              if layer.attention is not None), dtype)
+    return nbytes(batch * (sum(count * tokens_held(layer.attention, seq_len)
+                               * per_token(layer.attention)
+                               for layer, count in spec.distinct_layers
+                               if layer.attention is not None)
+                           + sum(tokens_held(a, seq_len) * per_token(a)  # shared blocks' uses
+                                 for _, a in kv_uses(spec))), dtype)
 
 
 def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16") -> KVCache:
@@ -99,9 +102,10 @@ def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16")
     row_of: dict[int, tuple[int, ...]] = {}
     # without `layers` overrides every layer holds the model's own attention (or none): the
     # first layer's is every layer's, and no per-layer loop is needed (a sweep's variants)
-    plan = spec.plan if spec.layers else spec.plan[:1]
-    for layer in plan:
-        attn = layer.attention
+    shared = dict(kv_uses(spec))  # layer -> the attention a shared block runs there
+    per_layer = bool(spec.layers or shared)
+    plan = spec.plan if per_layer else spec.plan[:1]
+    for attn in [layer.attention for layer in plan] + list(shared.values()):
         if attn is not None and id(attn) not in row_of:
             held, elements = tokens_held(attn, seq_len), kv_elements_per_token(attn)
             mha = mha_elements_per_token(attn)
@@ -109,11 +113,11 @@ def kv_cache(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str = "bf16")
                                 nbytes(batch * held * elements, dtype),
                                 nbytes(batch * held * mha, dtype))
     no_cache = (0,) * 6  # a layer without attention caches nothing per token
-    rows = [row_of.get(id(layer.attention), no_cache) for layer in plan]
+    rows = [row_of.get(id(shared.get(layer.index, layer.attention)), no_cache) for layer in plan]
     held, elements, _, _, layer_bytes, layer_mha_bytes = zip(
-        *(rows if spec.layers else rows * spec.n_layers))
+        *(rows if per_layer else rows * spec.n_layers))
     counts = [(row_of.get(id(layer.attention), no_cache), n)
-              for layer, n in spec.distinct_layers]
+              for layer, n in spec.distinct_layers] + [(row_of[id(a)], 1) for a in shared.values()]
 
     def whole(column: int) -> int:  # as _cache_bytes: one sum over the layers, then bytes
         return nbytes(batch * sum(n * row[0] * row[column] for row, n in counts), dtype)

@@ -51,6 +51,7 @@ from archscope.errors import InputError
 from archscope.estimate.dtypes import dtype_bytes
 from archscope.estimate.formats import weight_format
 from archscope.estimate.kv_cache import KVCache
+from archscope.estimate.shared_blocks import use_index
 from archscope.estimate.tensors import Tensor, weight_tensors
 from archscope.spec import ModelSpec
 
@@ -138,8 +139,10 @@ def check_divisible(spec: ModelSpec, tp: int, ep: int) -> None:
     if ep > 1 and not spec.moe:
         raise InputError(f"--ep {ep}: {spec.name} has no routed experts to split")
     need(tp % ep == 0, "--tp (GPUs per expert group)", tp, ep)
+    uses = use_index(spec)
     for layer in spec.plan:
-        a, f, s = layer.attention, layer.ffn, layer.state
+        a, f, s = layer.attention or (spec.attention if layer.index in uses else None), \
+            layer.ffn, layer.state
         if a is not None:
             need(a.n_heads % tp == 0, "attention heads", a.n_heads, tp)
             if a.kind != "mla":
@@ -201,7 +204,7 @@ def _shard(t: Tensor, spec: ModelSpec, tp: int, ep: int) -> tuple[int, int, int]
 def _kv_rows(t: Tensor, spec: ModelSpec, tp: int) -> int:
     """A k/v (or fused qkv) projection's rows (a bias's length) on one GPU: its KV heads per
     GPU, and for qkv_proj the query heads split by tp."""
-    a = spec.plan[t.layer].attention
+    a = spec.plan[t.layer].attention or spec.attention  # (a shared block's: the model's)
     size = t.cols if t.rows == 1 else t.rows
     kv_rows = (2 if t.kind == "qkv_proj" else 1) * a.n_kv_heads * a.head_dim
     q_rows = size - kv_rows if t.kind == "qkv_proj" else 0
@@ -272,7 +275,8 @@ def split(spec: ModelSpec, tp: int = 1, ep: int = 1, fmt: str = "bf16") -> Paral
             experts[(t.copies, t.active)] = experts.get((t.copies, t.active), 0) + held
         if tp > 1 and t.rows > 1 and (rows, cols) == (t.rows, t.cols) and t.role != "experts":
             replicated[t.kind] = None
-    attention = [p.attention for p in spec.plan]
+    uses = use_index(spec)  # a layer that runs a shared block caches its attention's KV
+    attention = [p.attention or (spec.attention if p.index in uses else None) for p in spec.plan]
     width = _activation_bytes(wf.name)
     allreduce, gather = _collectives(spec, tp, width) if tp > 1 else (0, 0)
     return ParallelSplit(

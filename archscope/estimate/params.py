@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from archscope.estimate.structure import (Part, distinct_layers, embedding_parts, head_parts,
                                           layer_key, mtp_parts, parts_of_layer)
+from archscope.estimate.shared_blocks import stored_parts
 from archscope.spec import ModelSpec
 
 # Order of the breakdown groups, and the group each key belongs to (by prefix).
@@ -74,6 +75,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
     sums = [(_sums(tuple(embedding_parts(spec))), 1)]
     sums += [(_layer_sums(layer_key(spec, layer)), n) for layer, n in distinct_layers(spec)]
     sums += [(_sums(tuple(head_parts(spec))), 1)]
+    if spec.shared is not None:  # shared blocks: stored once (estimate/shared_blocks.py)
+        sums.append((_sums(tuple(stored_parts(spec))), 1))
     active = embedding = 0
     by_key: dict[str, int] = {}
     for (stored, active_part, embedding_part), n in sums:

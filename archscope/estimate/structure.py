@@ -23,6 +23,7 @@ import functools
 import math
 from dataclasses import replace
 
+from archscope.estimate import shared_blocks
 from archscope.kinds import attention_kind, ffn_kind, mixer_kind
 from archscope.kinds.base import Part, Weight, linear, norm, merged
 from archscope.spec import LayerPlan, ModelSpec
@@ -150,10 +151,14 @@ def layer_module_rows(spec: ModelSpec) -> dict[tuple[int, ...], list[dict]]:
     rows_of_parts: dict[tuple, list[dict]] = {}
     groups: dict[tuple, list[int]] = {}
     rows_of: dict[tuple, list[dict]] = {}
+    uses = shared_blocks.use_index(spec)
     for i, layer in enumerate(spec.plan):
-        key = (layer.attention, layer.state, layer.ffn)
+        # a layer that runs a shared block registers it (which of them: its adapters differ)
+        role = None if i not in uses else spec.shared.copy_of(uses[i])
+        key = (layer.attention, layer.state, layer.ffn, role)
         if key not in rows_of_parts:
-            rows_of_parts[key] = module_rows(layer_weights(spec, layer))
+            rows_of_parts[key] = module_rows(shared_blocks.layer_weights(
+                spec, i, layer_weights(spec, layer)))
         rows = rows_of_parts[key]
         table = tuple((r["module"], r["type"], r["shapes"]) for r in rows)
         groups.setdefault(table, []).append(i)

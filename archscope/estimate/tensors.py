@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archscope.estimate.shared_blocks import stored_parts_by_layer
 from archscope.estimate.structure import Part, embedding_parts, head_parts, layer_parts
 from archscope.spec import LayerPlan, ModelSpec
 
@@ -122,10 +123,27 @@ def _split(part: Part, d: int, plan: LayerPlan | None) -> list[Tensor]:
     return _linear(part, d, plan)
 
 
+def _shaped(part: Part, layer: int) -> list[Tensor]:
+    """A part's tensors from the shapes it states (a shared block's, estimate/shared_blocks.py:
+    its q/k/v read 2 * d_model), at `layer`; an adapter's two matrices `.0` and `.1`."""
+    out, role = [], _role(part.name)
+    matrices = sum(len(w.shape) == 2 for w in part.weights)
+    for w in part.weights:
+        name = part.name + (f".{w.module.rsplit('.', 1)[-1]}" if matrices > 1 else "")
+        if len(w.shape) == 2:
+            out.append(Tensor(name, role, *w.shape, part.copies, part.active, layer))
+        else:
+            bias = w.name == "bias"
+            out.append(Tensor(name + ".bias" if bias else name, "biases" if bias else "norms",
+                              1, w.shape[0], part.copies, part.active, layer))
+    return out
+
+
 def weight_tensors(spec: ModelSpec) -> list[Tensor]:
     """Every stored tensor of `spec`, in forward order (embeddings, layers, final norm, head)."""
     d = spec.d_model
     out = [t for p in embedding_parts(spec) for t in _split(p, d, None)]
     for plan in spec.plan:
         out += [t for p in layer_parts(spec, plan) for t in _split(p, d, plan)]
+    out += [t for p, i in stored_parts_by_layer(spec) for t in _shaped(p, i)]  # shared blocks
     return out + [t for p in head_parts(spec) for t in _split(p, d, None)]

@@ -88,9 +88,11 @@ class LayerCache:
 
 
 def held_parts(layers) -> list:
-    """Every per-layer cache and state, a hybrid layer's pair (KV cache, state) as two."""
+    """Every per-layer cache and state: a hybrid layer's pair (KV cache, state) as two, and a
+    layer that runs a shared block its mixer's state and the block's KV cache (its `parts`,
+    nn/shared_blocks.UseCache)."""
     return [part for layer in layers if layer is not None
-            for part in (layer if isinstance(layer, tuple) else (layer,))]
+            for part in (layer if isinstance(layer, tuple) else getattr(layer, "parts", (layer,)))]
 
 
 class KVCache:

@@ -16,6 +16,7 @@ from archscope.nn.linear import Linear
 from archscope.nn.norms import make_norm
 from archscope.nn.registry import ffn_module, mixer_module, state_module
 from archscope.nn.rope import RotaryEmbedding
+from archscope.nn.shared_blocks import shared_layers
 from archscope.spec.components import NORM_SLOTS, SUBLAYER_SLOTS
 from archscope.spec.schema import LayerPlan, ModelSpec
 
@@ -146,6 +147,7 @@ class DecoderLM(nn.Module):
         # nanochat's norm of the embedding (norm.embedding), before the first layer
         self.embedding_norm = make_norm(spec.norm, d) if spec.norm.embedding else None
         self.layers = nn.ModuleList(Block(spec, layer) for layer in spec.plan)
+        self.shared_at = frozenset(shared_layers(spec, self.layers))  # Zamba 2's shared blocks
         # a layer may attend to what an earlier one selected (GLM-5's shared DSA indexer)
         link_shared_indexers(getattr(b, b.mixer_name) if b.mixer_name else None
                              for b in self.layers)
@@ -184,9 +186,11 @@ class DecoderLM(nn.Module):
         if self.embedding_norm is not None:
             x = self.embedding_norm(x)
         ropes = [rotary(positions, x.dtype, covering) for rotary in self.rotaries] or [None]
+        embeddings = x  # what a shared block reads beside the hidden state
         for i, layer in enumerate(self.layers):
+            more = {"embeddings": embeddings} if i in self.shared_at else {}
             x = layer(x, ropes[self.rope_of[i]], start,  # without RoPE: one entry, None
-                      cache.layers[i] if cache is not None else None)
+                      cache.layers[i] if cache is not None else None, **more)
         if cache is not None:
             cache.length += t  # in place when the length lives on the device
         if last_only:

@@ -19,11 +19,15 @@ from archscope.spec.schema import AttentionSpec, FFNSpec, ModelSpec
 
 def distinct(spec: ModelSpec, part: str) -> list[tuple[object, list[int]]]:
     """[(component, layer indices)] for each distinct `attention`, `state` (a state mixer) or
-    `ffn` of the plan; layers without that component are in none."""
+    `ffn` of the plan; layers without that component are in none. A layer that runs a shared
+    block (spec.shared) runs the model's attention and FFN."""
     groups: dict[object, list[int]] = {}
+    shared = spec.shared.at if spec.shared is not None and part != "state" else ()
     for layer in spec.plan:
-        if getattr(layer, part) is not None:
-            groups.setdefault(getattr(layer, part), []).append(layer.index)
+        component = getattr(layer, part) or (getattr(spec, part) if layer.index in shared
+                                             else None)
+        if component is not None:
+            groups.setdefault(component, []).append(layer.index)
     return list(groups.items())
 
 

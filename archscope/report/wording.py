@@ -80,10 +80,15 @@ def layer_plan(spec: ModelSpec) -> list[dict]:
     (`attention`: the layer's mixer, attention or a state mixer);
     a layer whose RoPE differs from the model's says so after its attention (Gemma 3)."""
     groups: dict[tuple, list[int]] = {}
+    s = spec.shared
+    uses = {i: k for k, i in enumerate(s.at)} if s is not None else {}
     for layer in spec.plan:
         rope = f", {position(layer.position)}" if layer.position != spec.position else ""
         rope = rope if layer.attention is not None else ""  # only attention turns q and k
-        key = (mixer(layer) + rope, layer_ffn(layer, spec.d_model), layer.note or "")
+        block = (f"shared block {s.copy_of(uses[layer.index])} (the model's attention and FFN "
+                 "over concat(hidden, embeddings), added to the mixer's input), then "
+                 if layer.index in uses else "")
+        key = (block + mixer(layer) + rope, layer_ffn(layer, spec.d_model), layer.note or "")
         groups.setdefault(key, []).append(layer.index)
     return [{"layers": layer_ranges(idx), "count": len(idx), "attention": a, "ffn": f, "note": n}
             for (a, f, n), idx in groups.items()]

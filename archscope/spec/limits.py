@@ -82,6 +82,11 @@ INT_LIMITS: dict[str, int] = {
     "width": 65_536,  # the short conv's channels (LFM2: hidden_size), d_model's bound
     # A layer index in `layers[K].select`: below n_layers (checked against the model later).
     "select": 1_024,
+    # shared blocks (spec/shared_blocks.py): a layer index, as `select`; blocks and adapter
+    # rank bounded as layers and widths
+    "at": 1_024,
+    "copies": 1_024,
+    "adapter_rank": 1_048_576,
 }
 # An integer key missing from INT_LIMITS (a field added later): still far from any overflow.
 FALLBACK_INT_MAX = 2**31 - 1
@@ -92,6 +97,7 @@ LIST_LIMITS: dict[str, int] = {
     # 36 layers, all different); presets use at most 1.
     "layers": 1_024,
     "select": 1_024,  # indices in one override's list: at most every layer
+    "at": 1_024,  # the layers that run a shared block: at most every layer
 }
 # Layers picked by all the `layers` overrides together: each layer patched 16 times at the
 # largest n_layers (presets: 48, GPT-3's "1::2"). Bounds the plan's work to ~16K patches.

@@ -27,6 +27,9 @@ def resolved(spec: ModelSpec) -> dict[tuple[str, int | None], object]:
     attends = any(layer.attention is not None for layer, _ in spec.distinct_layers)
     top["multipliers"] = {**to_mapping(m), "attention": m.attention or (
         spec.attention.qk_head_dim ** -0.5 if attends else None)}
+    if spec.shared is not None:  # shared blocks run the model's attention and FFN themselves
+        top["shared_attention"], top["shared_ffn"] = to_mapping(spec.attention), \
+            to_mapping(spec.ffn)
     out = {(key, None): value for key, value in _flat(top).items()}
     for layer in spec.plan:
         a, f = layer.attention, layer.ffn

@@ -30,6 +30,7 @@ from archscope.spec.limits import LAYER_PICKS_MAX
 from archscope.spec.limits import WHERE as LIMITS
 from archscope.spec.mamba2 import Mamba2Spec
 from archscope.spec.mixers import ATTENTION, HYBRID, NONE, STATE_KINDS, StateMixerSpec
+from archscope.spec.shared_blocks import SharedBlockSpec
 
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers", "HeadSpec",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "IndexerSpec", "RouterSpec",
@@ -62,6 +63,9 @@ class ModelSpec:
     # sharing the embedding and lm_head. Neither transformers' model nor archscope's runs them,
     # so they are counted apart (params.mtp), never in the total.
     mtp_layers: int = 0
+    # the model's attention and FFN as blocks stored once and run at several layers (Zamba 2's
+    # shared transformer; spec/shared_blocks.py); null: none
+    shared: SharedBlockSpec | None = None
     extends: str | None = None  # kept for display; already applied by the loader
 
     def validate(self) -> None:
@@ -97,6 +101,8 @@ class ModelSpec:
                           and layer.ffn.kind not in ("swiglu", "geglu")), None)
             require(plain is None, "multipliers.ffn_gate", "scales a gated FFN's gate; layer "
                     f"{plain.index if plain else 0}'s FFN is {plain.ffn.kind if plain else ''!r}")
+        if self.shared is not None:
+            self.shared.check(self)
         if self.norm.position == "parallel":
             lone = next((layer for layer in self.plan if layer.attention is None
                          or layer.ffn is None), None)

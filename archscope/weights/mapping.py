@@ -145,6 +145,7 @@ def ours_to_hf(table, our_tensors: dict) -> dict:
         if rule.alias:
             continue
         first = re.compile(re.escape(rule.ours[0]).replace(r"\{i\}", r"(?P<i>\d+)")
+                           .replace(r"\{k\}", r"(?P<k>\d+)")
                            .replace(r"\{p\}", r"(?P<p>weight|bias)") + "$")
         for name in our_tensors:
             m = first.match(name)

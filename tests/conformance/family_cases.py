@@ -634,3 +634,20 @@ FAMILY_CASES += [
                                  ssm_multipliers=[0.5, 1.5, 0.75, 1.25, 2.0], **NO_IDS),
                name="falcon_h1-mup-gated-norm", flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]
+FAMILY_CASES += [
+    # Zamba 2: Mamba-2 layers, two shared blocks used in turn at four hybrid layers, q/k/v and
+    # MLP adapters, RoPE on the shared attention, a tied head
+    FamilyCase("zamba2", dict(vocab_size=97, hidden_size=32, num_hidden_layers=6,
+                              layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "hybrid",
+                                                 "hybrid"],
+                              mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_ngroups=2,
+                              n_mamba_heads=4, chunk_size=8, intermediate_size=48,
+                              num_attention_heads=4, num_key_value_heads=4, num_mem_blocks=2,
+                              use_shared_attention_adapter=True, adapter_rank=4,
+                              use_mem_rope=True, max_position_embeddings=64,
+                              tie_word_embeddings=True, hidden_act="gelu", **NO_IDS),
+               # fp32 rounding through six Mamba layers and four block uses (their 2d-wide
+               # concat at std 0.2): 1.1e-4 on logits of ~5; one use alone 2.5e-5
+               tolerance=2e-4, decode_tolerance=2e-4,
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
+]

@@ -144,6 +144,17 @@ KIND_CASES = {
         "layers": [{"select": [0], "mixer": "hybrid"}],
         "multipliers": {"attention_in": 2.0, "attention_out": 0.5, "mixer_in": 0.5,
                         "mixer_out": 2.0, "ffn_gate": 1.5, "ffn_out": 0.75}},
+    # Zamba 2: the model's attention and FFN as two shared blocks used in turn at three Mamba-2
+    # layers, with q/k/v and gate_up adapters; no FFN in the layers themselves
+    "shared-blocks": {"n_layers": 4, "mixer": _MAMBA2,
+                      "attention": {"n_kv_heads": 4, "head_dim": 16},
+                      "ffn": {"activation": "gelu", "fused_gate_up": True},
+                      "layers": [{"select": "0:4", "ffn": "none"}],
+                      "shared": {"at": [1, 2, 3], "copies": 2, "adapter_rank": 4,
+                                 "ffn_adapter": True, "attention_adapter": True}},
+    # one block, GQA, no adapters, layers that keep their FFN, no RoPE
+    "shared-block-plain": {"mixer": _MAMBA2, "position": {"kind": "none"},
+                           "shared": {"at": [0, 1]}},
 }
 
 

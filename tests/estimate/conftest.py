@@ -145,6 +145,17 @@ def shrink(spec: ModelSpec) -> ModelSpec:
             from archscope.spec.families.recurrent_gemma import embedding_scale
 
             mults["embedding"] = embedding_scale(m["d_model"])
+    if m.get("shared"):  # shared blocks: their uses among the tiny layers (1, 3, 5 else)
+        s, n = m["shared"], m["n_layers"]
+        s["at"] = [i for i in s["at"] if i < n] if sum(i < n for i in s["at"]) > 1 else \
+            list(range(1, n, 2))
+        s["copies"] = min(s["copies"], len(s["at"]))
+        s["adapter_rank"] = min(s["adapter_rank"], 4)
+        a, old = m["attention"], spec.attention
+        if old.head_dim == 2 * spec.d_model // old.n_heads:  # heads over concat(hidden, emb)
+            a["head_dim"] = 2 * m["d_model"] // a["n_heads"]  # (Zamba 2's): still so
+            if mults.get("attention") == (old.head_dim / 2) ** -0.5:  # and its scale
+                mults["attention"] = (a["head_dim"] / 2) ** -0.5
     for override in m.get("layers", []):
         if "attention" in override:
             override["attention"] = _shrink_attention(override["attention"], heads)

@@ -46,6 +46,7 @@ class Rule:
 
     def regex(self) -> re.Pattern:
         pattern = (re.escape(self.hf).replace(r"\{i\}", r"(?P<i>\d+)")
+                   .replace(r"\{k\}", r"(?P<k>\d+)")  # a second index (an adapter's use)
                    .replace(r"\{p\}", r"(?P<p>weight|bias)"))
         return re.compile(pattern + "$")
 
