@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archscope.nn.depthwise import causal_depthwise_conv
+from archscope.nn.linear import Linear
 from archscope.nn.norms import RMSNorm
 from archscope.spec.mamba1 import MambaSpec
 
@@ -88,14 +89,14 @@ class MambaMixer(nn.Module):
         # depthwise (groups = channels), transformers' shape [d_inner, 1, conv_kernel]; padding
         # is ours to do (from the state's columns), so the conv computes only the used outputs
         self.conv1d = nn.Conv1d(i, i, m.conv_kernel, groups=i, bias=m.conv_bias)
-        self.in_proj = nn.Linear(d_model, 2 * i, bias=m.proj_bias)
-        self.x_proj = nn.Linear(i, m.x_proj_width, bias=False)
-        self.dt_proj = nn.Linear(m.dt_rank, i, bias=True)
+        self.in_proj = Linear(d_model, 2 * i, bias=m.proj_bias)
+        self.x_proj = Linear(i, m.x_proj_width, bias=False)
+        self.dt_proj = Linear(m.dt_rank, i, bias=True)
         # A = -exp(A_log) < 0 keeps every per-step decay exp(dt A) below 1; S4D-real init
         self.A_log = nn.Parameter(torch.log(torch.arange(1, m.d_state + 1, dtype=torch.float)
                                             ).expand(i, -1).clone())
         self.D = nn.Parameter(torch.ones(i))
-        self.out_proj = nn.Linear(i, d_model, bias=m.proj_bias)
+        self.out_proj = Linear(i, d_model, bias=m.proj_bias)
         self.norms = None
         if m.dt_bc_norm != "none":
             weight = m.dt_bc_norm == "weighted"

@@ -80,6 +80,10 @@ INT_LIMITS: dict[str, int] = {
     "conv_kernel": 1_024,
     "chunk_size": 1_048_576,
     "width": 65_536,  # the short conv's channels (LFM2: hidden_size), d_model's bound
+    "d_inner": 262_144,  # Mamba-1's inner width (Falcon-Mamba 7B: 8,192; 4 x d_model's bound)
+    "lru_width": 65_536,  # RecurrentGemma's LRU width (9B: 4,096), d_model's bound
+    "dt_rank": 65_536,  # Mamba-1's dt projection rank (Falcon-Mamba 7B: 256)
+    "block_size": 1_048_576,  # lightning attention's blocks (MiniMax-01: 256), as chunk_size
     # A layer index in `layers[K].select`: below n_layers (checked against the model later).
     "select": 1_024,
     # shared blocks (spec/shared_blocks.py): a layer index, as `select`; blocks and adapter
@@ -118,6 +122,8 @@ EXTENDS_MAX = 16  # `extends` chain length; presets use 0 or 1
 # allowed is each class's own `validate`). A float past these is no model's, and past them
 # torch's fp32 and bf16 overflow or underflow (e.g. RoPE's theta ** (-2i/d) for theta 1e300).
 FLOAT_LIMITS: dict[str, tuple[float, float]] = {
+    # Ling's KDA forget-gate floor (bailing_hybrid: a negative log-decay bound, -5 by default)
+    "gate_lower_bound": (-1e6, -1e-12),
     "theta": (1.0, 1e12),  # RoPE's base: presets 10,000 to 10,000,000 (Qwen3-Next)
     # RoPE scaling: factors 8 to 40 (presets), YaRN's betas 1 and 32, mscale 0.707 and 1
     "factor": (1e-3, 1e4), "low_freq_factor": (1e-3, 1e4), "high_freq_factor": (1e-3, 1e4),
