@@ -45,11 +45,10 @@ applies it (or its absorbed halves) once per token:
   into the output (the same multiply-adds per token), and attention runs on the 576-wide cached
   latent: per head q/k dim kv_lora_rank + qk_rope_head_dim, v dim kv_lora_rank.
 
-State mixers (Mamba-2, Gated DeltaNet; a hybrid's `mixer_proj` and `mixer_state`): their
-projections and depthwise conv per token like any part (the conv multiplies each weight once a
-token), plus a decode step's recurrence or a prefill's chunked scan from a fresh state, as
-their kind's entry counts them (kinds/mamba2.py, kinds/gated_deltanet.py, with the chunk size
-each states as its convention). Neither depends on the context: a state layer reads no keys.
+State mixers (a hybrid's `mixer_proj` and `mixer_state`): their projections and depthwise conv
+per token like any part (the conv multiplies each weight once a token), plus a decode step's
+recurrence or a prefill's scan from a fresh state, as their kind's entry counts them
+(archscope/kinds/, each with the chunk or block size it states as its convention). Neither depends on the context: a state layer reads no keys.
 
 Left out: norms, softmax, activations, RoPE, residual adds, biases, embedding lookups, the
 multipliers of Granite, MoE dispatch; and for MoE, load imbalance (exactly top_k experts per

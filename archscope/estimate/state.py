@@ -1,12 +1,14 @@
-"""The constant per-sequence state of state-mixer layers (Mamba-2, Gated DeltaNet), from the
-spec alone: what a hybrid holds besides its per-token KV cache.
+"""The constant per-sequence state of state-mixer layers, from the spec alone: what a hybrid
+holds besides its per-token KV cache.
 
-Per layer with a state mixer, its kind's entry (archscope/kinds) gives the bytes by part: the
-conv window (conv_dim x conv_kernel: all kernel columns, as transformers' caches keep them,
-though a step reads conv_kernel - 1) in the activations' dtype, and the SSM / recurrent state
-in fp32 (transformers' torch paths keep it so whatever the model's dtype). The activations'
-dtype is the compute dtype of the weights (estimate.memory.compute_dtype): a quantised cache
-dtype (--kv-dtype fp8) prices the KV cache only, never the state.
+Per layer with a state mixer, its kind's entry (archscope/kinds) gives the bytes by part, each
+in the dtype transformers' class keeps it in, as the kind's module documents: a conv window in
+the activations' dtype (all kernel columns where transformers' cache keeps them all, K - 1
+where it keeps those), a recurrent state in fp32 where the class keeps it so whatever the
+model's dtype (Mamba-1 and -2, Gated DeltaNet, Kimi Delta Attention, RG-LRU) or in the
+activations' dtype (lightning attention). The activations' dtype is the compute dtype of the
+weights (estimate.memory.compute_dtype): a quantised cache dtype (--kv-dtype fp8) prices the
+KV cache only, never the state.
 
 Total = batch * sum over state layers of their parts. It does not grow with the context.
 """

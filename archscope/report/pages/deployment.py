@@ -53,7 +53,7 @@ COLUMNS = (
 NOTE = ("Weights per GPU in the named format (estimate/formats.py: scales included, the "
         "tensors the format keeps in 16 bits priced so); memory usable at 0.9 of each GPU "
         "(vLLM's default), the rest the activation and workspace reserve; cache per sequence "
-        "paged in 16-token blocks, with any constant state (Nemotron-H's Mamba-2 layers); "
+        "paged in 16-token blocks, with any constant state (a hybrid's state-mixer layers); "
         "tensor parallelism splits heads, FFN and vocabulary, MLA's latent cache is held whole "
         "on every GPU, --ep spreads whole experts. TTFT: a prompt of the context length; "
         "TPOT: one step of the batch at the context; a roofline at the cited achievable "
