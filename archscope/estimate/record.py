@@ -32,6 +32,7 @@ from archscope.estimate.kv_cache import (KVCache, decompressed_elements_per_toke
                                          kv_elements_per_token, mha_elements_per_token)
 from archscope.estimate.memory import InferenceMemory, compute_dtype, inference_memory
 from archscope.estimate.params import ParamCount, count_params
+from archscope.estimate.shared_blocks import kv_uses
 from archscope.estimate.state import state_bytes, state_bytes_by_layer
 from archscope.kinds import attention_kind, mixer_kind
 from archscope.spec import ModelSpec
@@ -163,7 +164,8 @@ def _variants(spec: ModelSpec) -> str:
 
 def _cache_groups(spec: ModelSpec, cache_dtype: str) -> tuple[CacheGroup, ...]:
     """The attention layers grouped by what they cache per token (state layers cache none)."""
-    attentions = [layer.attention for layer in spec.plan]
+    shared = dict(kv_uses(spec))  # a layer that runs a shared block caches its attention
+    attentions = [shared.get(layer.index, layer.attention) for layer in spec.plan]
     # layers share spec objects (a few in all): each object's layers, then equal specs built
     # apart merged into one group
     objects = {id(a): a for a in attentions if a is not None}

@@ -13,9 +13,12 @@ from archscope.report.costs import CACHE_SUM_LENGTH, cache_sum, report_record
 from archscope.report.pages.deep_dive import cache_sum_text
 from archscope.spec import load_spec, preset_names
 
-# a hybrid past its context, a dense model, local and global windows, MLA, Gated DeltaNet
-MODELS = ["nemotron-h-8b", "llama-3.1-8b", "gemma-3-27b", "deepseek-v3", "qwen3-next-80b-a3b",
-          "granite-4.0-h-tiny"]
+# issue 30's comparison (nemotron-h-8b ... llama-3.1-8b), then local and global windows, MLA,
+# Gated DeltaNet, a pure Mamba stack, lightning attention, shared blocks, RG-LRU, KDA
+MODELS = ["nemotron-h-8b", "falcon-h1-7b", "lfm2-2.6b", "jamba-mini-1.7", "llama-3.1-8b",
+          "gemma-3-27b", "deepseek-v3", "qwen3-next-80b-a3b", "granite-4.0-h-tiny",
+          "mamba-2.8b", "minimax-text-01", "zamba2-7b", "recurrentgemma-9b",
+          "kimi-linear-48b-a3b"]
 NUMBER = r"[\d,]+"
 
 
