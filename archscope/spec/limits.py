@@ -122,8 +122,9 @@ EXTENDS_MAX = 16  # `extends` chain length; presets use 0 or 1
 # allowed is each class's own `validate`). A float past these is no model's, and past them
 # torch's fp32 and bf16 overflow or underflow (e.g. RoPE's theta ** (-2i/d) for theta 1e300).
 FLOAT_LIMITS: dict[str, tuple[float, float]] = {
-    # Ling's KDA forget-gate floor (bailing_hybrid: a negative log-decay bound, -5 by default)
-    "gate_lower_bound": (-1e6, -1e-12),
+    # Ling's KDA forget-gate floor (bailing_hybrid: a negative log-decay bound, -5 by default;
+    # its sign is KimiDeltaSpec.validate's)
+    "gate_lower_bound": (1e-6, 1e6),
     "theta": (1.0, 1e12),  # RoPE's base: presets 10,000 to 10,000,000 (Qwen3-Next)
     # RoPE scaling: factors 8 to 40 (presets), YaRN's betas 1 and 32, mscale 0.707 and 1
     "factor": (1e-3, 1e4), "low_freq_factor": (1e-3, 1e4), "high_freq_factor": (1e-3, 1e4),
