@@ -18,8 +18,10 @@ def test_json_covers_every_preset_with_integer_keys(run_cli):
     assert [r["model"] for r in rows] == preset_names()
     for row in rows:
         spec = load_spec(row["model"])
-        # a model without attention layers (a pure Mamba stack) holds a state and no KV cache
-        attends = any(layer.attention is not None for layer in spec.plan)
+        # a model without attention layers (a pure Mamba stack) holds a state and no KV cache;
+        # shared blocks (Zamba 2) attend at every use
+        attends = spec.shared is not None or any(layer.attention is not None
+                                                  for layer in spec.plan)
         for key in INT_KEYS if attends else [*INT_KEYS, "state_bytes"]:
             if key == "kv_cache_bytes" and not attends:
                 assert row[key] == 0, row["model"]

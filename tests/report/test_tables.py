@@ -28,7 +28,8 @@ def test_every_preset_is_a_row_of_every_table(regenerated):
         assert models == set(_having(heading)), heading
 
 
-# the tables of one part list the presets that have it (a pure Mamba stack: no attention, no FFN)
+# the tables of one part list the presets that have it (a pure Mamba stack: no attention, no FFN;
+# shared blocks run the model's attention and FFN)
 _PART_TABLES = {"Attention": "attention", "KV cache elements per token": "attention",
                 "Attention projection parameters: MHA vs GQA vs MLA": "attention",
                 "Feed-forward network": "ffn"}
@@ -36,8 +37,9 @@ _PART_TABLES = {"Attention": "attention", "KV cache elements per token": "attent
 
 def _having(heading: str) -> list[str]:
     part = _PART_TABLES.get(heading)
-    return [name for name in preset_names() if part is None
-            or any(getattr(layer, part) is not None for layer in load_spec(name).plan)]
+    specs = {name: load_spec(name) for name in preset_names()}
+    return [name for name, spec in specs.items() if part is None or spec.shared is not None
+            or any(getattr(layer, part) is not None for layer in spec.plan)]
 
 
 def test_kv_cache_bytes_of_gqa_from_the_spec(regenerated):
