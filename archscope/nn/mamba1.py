@@ -65,8 +65,8 @@ class MambaState:
 
 def _readout(h, C):
     """h [..., I, N] read by C [..., N] (shared by the channels) or [..., I, N] (per channel)."""
-    if C.dim() == h.dim():
-        return (h * C.float()).sum(-1)
+    if C.dim() == h.dim():  # (a batched matmul, as transformers' per-head readout is)
+        return torch.einsum("...in,...in->...i", h, C.float())
     return torch.einsum("...in,...n->...i", h, C.float())
 
 
