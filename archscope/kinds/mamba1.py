@@ -30,6 +30,23 @@ from archscope.units import bias_text, commas
 SSM_STATE_BYTES = 4
 
 
+def _channels(m) -> tuple[int, ...]:
+    return (m.d_inner,) if m.n_heads == 1 else (m.n_heads, m.head_dim)
+
+
+def _projections(m) -> list[Part]:
+    """x_proj and dt_proj: nn.Linear, or per head (HeadLinear) with n_heads > 1."""
+    i, r, w = m.d_inner, m.dt_rank, m.x_proj_width
+    if m.n_heads == 1:
+        return [linear("mixer.x_proj", i, w), linear("mixer.dt_proj", r, i, bias=True)]
+    h, hd = m.n_heads, m.head_dim
+    return [Part("mixer.x_proj", i * w, i * w,
+                 weights=(Weight("x_proj", "HeadLinear", "weight", (h, w, hd)),)),
+            Part("mixer.dt_proj", r * i + i, r * i,
+                 weights=(Weight("dt_proj", "HeadLinear", "weight", (h, hd, r)),
+                          Weight("dt_proj", "HeadLinear", "bias", (h, hd))))]
+
+
 def parts(m, d: int) -> list[Part]:
     """One mixer's parameters and per-token multiply-adds, by module (transformers' names, in
     the order its classes register them):
@@ -42,6 +59,9 @@ def parts(m, d: int) -> list[Part]:
     D         I
     out_proj  I*d (+ d bias)
     dt_layernorm, b_layernorm, c_layernorm   R, N, N (Jamba's weighted norms only)
+
+    With n_heads = H > 1 (Zamba) the same counts, held per head: x_proj [H, R + 2N, I/H],
+    dt_proj [H, I/H, R] + bias [H, I/H], A_log [H, I/H, N], D [H, I/H].
     """
     i, n = m.d_inner, m.d_state
     conv = i * m.conv_kernel
@@ -49,10 +69,10 @@ def parts(m, d: int) -> list[Part]:
     conv_weights += (Weight("conv1d", "Conv1d", "bias", (i,)),) if m.conv_bias else ()
     out = [Part("mixer.conv1d", conv + (i if m.conv_bias else 0), conv, weights=conv_weights),
            linear("mixer.in_proj", d, 2 * i, m.proj_bias),
-           linear("mixer.x_proj", i, m.x_proj_width),
-           linear("mixer.dt_proj", m.dt_rank, i, bias=True),
-           Part("mixer.A_log", i * n, weights=(Weight("", "MambaMixer", "A_log", (i, n)),)),
-           Part("mixer.D", i, weights=(Weight("", "MambaMixer", "D", (i,)),)),
+           *_projections(m),
+           Part("mixer.A_log", i * n, weights=(Weight("", "MambaMixer", "A_log",
+                                                      (*_channels(m), n)),)),
+           Part("mixer.D", i, weights=(Weight("", "MambaMixer", "D", _channels(m)),)),
            linear("mixer.out_proj", i, d, m.proj_bias)]
     if m.dt_bc_norm == "weighted":
         out += [norm(f"mixer.{name}_layernorm", size)
@@ -116,8 +136,9 @@ _NORM_WORDS = {"none": "", "unweighted": "; dt, B, C RMS-normed (no weight)",
 
 
 def describe(m) -> str:
-    return (f"Mamba-1 (selective scan): inner width {m.d_inner}, state {m.d_state}, dt rank "
-            f"{m.dt_rank}, conv {m.conv_kernel}{_NORM_WORDS[m.dt_bc_norm]}")
+    heads = f", {m.n_heads} heads" if m.n_heads > 1 else ""
+    return (f"Mamba-1 (selective scan): inner width {m.d_inner}{heads}, state {m.d_state}, "
+            f"dt rank {m.dt_rank}, conv {m.conv_kernel}{_NORM_WORDS[m.dt_bc_norm]}")
 
 
 def draw(g, spec, m):

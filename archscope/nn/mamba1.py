@@ -15,6 +15,11 @@ the reference path, and its matmuls are the ones `archscope/kinds/mamba1.py` cou
 parameter names are transformers' own (conv1d, in_proj, x_proj, dt_proj, A_log, D, out_proj,
 dt/b/c_layernorm), so checkpoints load by name.
 
+With n_heads > 1 (Zamba's multi-head mixer) the d_inner channels are n_heads heads, each with
+its own x_proj [n_heads, R + 2N, head_dim] and dt_proj [n_heads, head_dim, R] (+ bias
+[n_heads, head_dim]); A_log [n_heads, head_dim, N] and D [n_heads, head_dim] in the same
+layout, as ZambaMambaMixer holds them. B and C are then per head.
+
 Numerics follow transformers' torch path: dt and its softplus in the activations' dtype, the
 discretisation and the state in fp32, the conv state in the activations' dtype. One deliberate
 difference: the readout h C is taken in fp32, where transformers first rounds h to the
@@ -58,27 +63,50 @@ class MambaState:
         self.started = False
 
 
+def _readout(h, C):
+    """h [..., I, N] read by C [..., N] (shared by the channels) or [..., I, N] (per channel)."""
+    if C.dim() == h.dim():  # (a batched matmul, as transformers' per-head readout is)
+        return torch.einsum("...in,...in->...i", h, C.float())
+    return torch.einsum("...in,...n->...i", h, C.float())
+
+
 def selective_scan(x, dt, A, B, C, h: torch.Tensor) -> torch.Tensor:
     """The recurrence over T tokens, updating h [b, I, N] (fp32) in place. x [b, T, I],
-    dt [b, T, I] (softplus'd), A [I, N] (negative, fp32), B and C [b, T, N] -> y [b, T, I]
-    (fp32), without the D skip. The discretisation is transformers': exp(A dt) and
-    (dt B) x, in fp32."""
+    dt [b, T, I] (softplus'd), A [I, N] (negative, fp32), B and C [b, T, N] (or per channel,
+    [b, T, I, N]) -> y [b, T, I] (fp32), without the D skip. The discretisation is
+    transformers': exp(A dt) and (dt B) x, in fp32."""
+    if B.dim() == 3:
+        B = B.unsqueeze(2)
     if x.shape[1] == 1:  # a decode step: no block to stack
         decay = torch.exp(A * dt[:, 0, :, None])
-        feed = (dt[:, 0, :, None] * B[:, 0, None, :].float()) * x[:, 0, :, None].float()
+        feed = (dt[:, 0, :, None] * B[:, 0].float()) * x[:, 0, :, None].float()
         h.copy_(decay * h + feed)
-        return torch.einsum("bin,bn->bi", h, C[:, 0].float()).unsqueeze(1)
+        return _readout(h, C[:, 0]).unsqueeze(1)
     ys = []
     for lo in range(0, x.shape[1], SCAN_BLOCK):
         span = slice(lo, lo + SCAN_BLOCK)
         decay = torch.exp(A * dt[:, span, :, None])  # [b, t, I, N]
-        feed = (dt[:, span, :, None] * B[:, span, None, :].float()) * x[:, span, :, None].float()
+        feed = (dt[:, span, :, None] * B[:, span].float()) * x[:, span, :, None].float()
         states = []
         for t in range(decay.shape[1]):
             h.copy_(decay[:, t] * h + feed[:, t])
             states.append(h.clone())
-        ys.append(torch.einsum("btin,btn->bti", torch.stack(states, 1), C[:, span].float()))
+        ys.append(_readout(torch.stack(states, 1), C[:, span]))
     return torch.cat(ys, 1)
+
+
+class HeadLinear(nn.Module):
+    """n_heads independent Linears, one per head: weight [heads, out, in] (+ bias [heads, out]),
+    input [..., heads, in] -> [..., heads, out]."""
+
+    def __init__(self, heads: int, d_in: int, d_out: int, bias: bool):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(heads, d_out, d_in))
+        self.bias = nn.Parameter(torch.zeros(heads, d_out)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.einsum("...hi,hoi->...ho", x, self.weight)
+        return y if self.bias is None else y + self.bias
 
 
 class MambaMixer(nn.Module):
@@ -90,12 +118,18 @@ class MambaMixer(nn.Module):
         # is ours to do (from the state's columns), so the conv computes only the used outputs
         self.conv1d = nn.Conv1d(i, i, m.conv_kernel, groups=i, bias=m.conv_bias)
         self.in_proj = Linear(d_model, 2 * i, bias=m.proj_bias)
-        self.x_proj = Linear(i, m.x_proj_width, bias=False)
-        self.dt_proj = Linear(m.dt_rank, i, bias=True)
+        heads = () if m.n_heads == 1 else (m.n_heads,)
+        self.channels = heads + (m.head_dim,) if heads else (i,)  # A_log's and D's layout
+        if heads:
+            self.x_proj = HeadLinear(m.n_heads, m.head_dim, m.x_proj_width, bias=False)
+            self.dt_proj = HeadLinear(m.n_heads, m.dt_rank, m.head_dim, bias=True)
+        else:
+            self.x_proj = Linear(i, m.x_proj_width, bias=False)
+            self.dt_proj = Linear(m.dt_rank, i, bias=True)
         # A = -exp(A_log) < 0 keeps every per-step decay exp(dt A) below 1; S4D-real init
         self.A_log = nn.Parameter(torch.log(torch.arange(1, m.d_state + 1, dtype=torch.float)
-                                            ).expand(i, -1).clone())
-        self.D = nn.Parameter(torch.ones(i))
+                                            ).expand(*self.channels, -1).clone())
+        self.D = nn.Parameter(torch.ones(self.channels))
         self.out_proj = Linear(i, d_model, bias=m.proj_bias)
         self.norms = None
         if m.dt_bc_norm != "none":
@@ -111,7 +145,7 @@ class MambaMixer(nn.Module):
         bias giving softplus(bias) = 0.01 (inside the paper's [0.001, 0.1]), D = 1."""
         m = self.spec
         self.A_log.copy_(torch.log(torch.arange(1, m.d_state + 1, dtype=torch.float32))
-                         .expand(m.d_inner, -1))
+                         .expand(*self.channels, -1))
         self.dt_proj.bias.fill_(math.log(math.expm1(0.01)))  # the inverse of softplus at 0.01
         self.D.fill_(1.0)
 
@@ -120,10 +154,11 @@ class MambaMixer(nn.Module):
         A_log changes (its version counter): a decode step would otherwise spend two passes
         over d_inner x d_state, as long as its recurrence, recomputing a constant."""
         if torch.is_grad_enabled():
-            return -torch.exp(self.A_log.float())
+            return -torch.exp(self.A_log.float()).reshape(self.spec.d_inner, -1)
         key = (self.A_log._version, self.A_log.data_ptr(), self.A_log.device)
         if getattr(self, "_kept_key", None) != key:
-            self._kept_A, self._kept_key = -torch.exp(self.A_log.float()), key
+            self._kept_A = -torch.exp(self.A_log.float()).reshape(self.spec.d_inner, -1)
+            self._kept_key = key
         return self._kept_A
 
     def new_cache(self, batch: int, max_len: int = 0, device=None,
@@ -146,11 +181,17 @@ class MambaMixer(nn.Module):
         history = None if state is None else state.conv
         x = F.silu(causal_depthwise_conv(x.transpose(1, 2), self.conv1d, history))
         x = x.to(hidden.dtype).transpose(1, 2)  # [b, T, I]
-        dt, B, C = self.x_proj(x).split([m.dt_rank, m.d_state, m.d_state], dim=-1)
+        heads = m.n_heads > 1
+        xh = x.unflatten(-1, (m.n_heads, m.head_dim)) if heads else x
+        dt, B, C = self.x_proj(xh).split([m.dt_rank, m.d_state, m.d_state], dim=-1)
         if self.norms is not None:
             dt, B, C = (norm(t) for norm, t in zip(self.norms, (dt, B, C)))
-        dt = dt @ self.dt_proj.weight.t()  # the bias goes in with the softplus, in dt's dtype
-        dt = F.softplus(dt + self.dt_proj.bias.float().to(dt.dtype))
+        if heads:  # per head: dt [b, T, H, hd] -> channels; B, C to each head's channels
+            dt = torch.einsum("bthr,hdr->bthd", dt, self.dt_proj.weight).flatten(-2)
+            B, C = (t.repeat_interleave(m.head_dim, dim=2) for t in (B, C))
+        else:
+            dt = dt @ self.dt_proj.weight.t()  # the bias goes in with the softplus, in dt's dtype
+        dt = F.softplus(dt + self.dt_proj.bias.reshape(-1).float().to(dt.dtype))
         A = self._decays()
         if state is not None and state.started:
             h = state.ssm
@@ -161,7 +202,7 @@ class MambaMixer(nn.Module):
         if state is not None:
             state.ssm.copy_(h)
             state.started = True
-        y = (y + x.float() * self.D.float()) * F.silu(z.float())
+        y = (y + x.float() * self.D.reshape(-1).float()) * F.silu(z.float())
         return self.out_proj(y.to(hidden.dtype))
 
 

@@ -17,6 +17,10 @@ map onto it:
 | proj_bias | use_bias | mamba_proj_bias |
 | dt_bc_norm | none / unweighted (mixer_rms_eps) | weighted (rms_norm_eps) |
 
+Zamba's ZambaMambaMixer is the same mixer split into n_heads (n_mamba_heads) heads of
+d_inner / n_heads channels, each with its own x_proj and dt_proj (so B and C are per head);
+n_heads: 1 is Mamba's. The parameter counts and FLOPs do not change with n_heads.
+
 dt_proj always has a bias (the step's offset); x_proj never has one. The conv activation is
 hidden_act (silu in every published config; this spec has no key for another). The dt init
 keys (time_step_min/max/scale/floor/init_scheme) only seed weights and change no forward pass.
@@ -50,9 +54,16 @@ class MambaSpec:
     proj_bias: bool = False  # in_proj and out_proj biases
     dt_bc_norm: DtBcNorm = "none"
     dt_bc_norm_eps: float = 1e-6  # the eps of those norms (read only when there are norms)
+    n_heads: int = 1  # heads with their own x_proj and dt_proj, d_inner / n_heads channels each
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_inner // self.n_heads
 
     def validate(self) -> None:
-        positive(self, "d_inner", "dt_rank", "d_state", "conv_kernel")
+        positive(self, "d_inner", "dt_rank", "d_state", "conv_kernel", "n_heads")
+        require(self.d_inner % self.n_heads == 0, "n_heads",
+                f"must divide d_inner ({self.d_inner}), got {self.n_heads}")
         require(self.dt_bc_norm_eps > 0, "dt_bc_norm_eps",
                 f"must be positive, got {self.dt_bc_norm_eps}")
 

@@ -36,6 +36,16 @@ def _unstacked(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1, t.shape[-1])
 
 
+def _interleave_rows(t: torch.Tensor) -> torch.Tensor:
+    """[2f, ...] first half then second -> their rows alternating."""
+    first, second = t.chunk(2, dim=0)
+    return torch.stack((first, second), dim=1).flatten(0, 1)
+
+
+def _with_head_axis(t: torch.Tensor, dims: int) -> torch.Tensor:
+    return t if t.dim() == dims else t.unsqueeze(0)
+
+
 # layout: (HF -> ours, given our tensor's shape; ours -> HF). gpt-oss's GptOssExperts multiplies
 # x @ W, so its expert weights are ours transposed ([E, d, 2f] and [E, f, d]), and its
 # gate_up_proj (and its bias) alternate gate and up columns where ours has gate rows then up
@@ -50,4 +60,10 @@ LAYOUTS = {
     "stacked_experts_transposed": (_stacked_transposed, lambda t: _unstacked(_swap(t))),
     # ERNIE 4.5's router bias is [1, n_experts] (one group) where ours is [n_experts]
     "one_row": (lambda t, _: t.reshape(t.shape[-1]), lambda t: t.reshape(1, -1)),
+    # Zamba's Mamba in_proj alternates x and z rows (x at even rows) where ours has x then z
+    "interleaved_rows": (lambda t, _: torch.cat((t[0::2], t[1::2])), _interleave_rows),
+    # Zamba's per-head Mamba tensors [heads, ...] (x_proj, dt_proj, A_log: 3-D; dt_proj's bias
+    # and D: 2-D): ours have no head axis with one head (nn.Linear, [d_inner, ...])
+    "head_axis": (lambda t, shape: t.reshape(shape), lambda t: _with_head_axis(t, 3)),
+    "head_axis_vector": (lambda t, shape: t.reshape(shape), lambda t: _with_head_axis(t, 2)),
 }

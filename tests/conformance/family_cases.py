@@ -650,4 +650,15 @@ FAMILY_CASES += [
                # concat at std 0.2): 1.1e-4 on logits of ~5; one use alone 2.5e-5
                tolerance=2e-4, decode_tolerance=2e-4,
                flops_gap=dropped_conv_outputs(_mamba_layers)),
+    # Zamba: Mamba-1 layers of two heads (per-head x_proj and dt_proj, proj and conv biases),
+    # one shared block (attention over concat(hidden, embeddings), no RoPE, a gelu MLP) used
+    # at three hybrid layers, a tied head
+    FamilyCase("zamba", dict(vocab_size=97, hidden_size=32, num_hidden_layers=5,
+                             layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "hybrid"],
+                             mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, n_mamba_heads=2,
+                             mamba_dt_rank=3, mamba_proj_bias=True, intermediate_size=48,
+                             num_attention_heads=4, num_key_value_heads=2,
+                             max_position_embeddings=64, tie_word_embeddings=True,
+                             hidden_act="gelu", **NO_IDS),
+               flops_gap=dropped_conv_outputs(_mamba_layers)),
 ]

@@ -155,6 +155,11 @@ KIND_CASES = {
     # one block, GQA, no adapters, layers that keep their FFN, no RoPE
     "shared-block-plain": {"mixer": _MAMBA2, "position": {"kind": "none"},
                            "shared": {"at": [0, 1]}},
+    # Zamba's Mamba-1: two heads, each with its own x_proj and dt_proj; proj and conv biases
+    "mamba1-heads": {"mixer": {"kind": "mamba1", "d_inner": 64, "n_heads": 2, "dt_rank": 3,
+                               "d_state": 6, "conv_kernel": 3, "proj_bias": True},
+                     "position": {"kind": "none"},
+                     "layers": [{"select": [1], "mixer": "attention"}]},
 }
 
 

@@ -24,7 +24,7 @@ REFUSED = {"jetmoe": "mixture of attention heads",
            "gemma3n": "AltUp", "gemma3n_text": "AltUp", "gemma4": "per-layer input embeddings",
            "gemma4_text": "per-layer input embeddings",
            "mimo_v2_flash": "value heads", "afmoe": "output gate", "xlstm": "mLSTM",
-           "olmo_hybrid": "norm placement per layer type", "zamba": "Mamba-1 selective scan"}
+           "olmo_hybrid": "norm placement per layer type"}
 
 
 def _config(model_type: str):
