@@ -196,3 +196,21 @@ def test_the_analytic_speed_benchmarks_render_sweep_and_compare(tmp_path):
     rate = swept["sweep"]["variants_per_s"]
     assert "1,200 variants" in rows[2] and f"{rate:,.0f} variants/s" in rows[2]
     assert "`python benchmarks/compare_speed.py --json x.json`" in text
+
+
+def test_the_state_mixer_benchmark_renders_a_row_per_kind(tmp_path):
+    """benchmarks/state_mixer_decode.py's file: one row per mixer kind it measured, with the
+    step's time over its matmuls' as the JSON gives it."""
+    from archscope.kinds import MIXER
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "reports/data/benchmarks"
+                       / "state_mixer_decode.json").read_text())
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks/state_mixer_decode.json").write_text(json.dumps(data))
+    text = "\n".join(benchmark_sections(load_benchmarks(tmp_path)))
+    assert "## State mixers: a decode step against its matmuls" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "ms" not in line]
+    assert sorted(r.split("|")[1].strip() for r in rows) == \
+        sorted(r["kind"] for r in data["results"]) == sorted(MIXER)
+    for r in data["results"]:
+        assert f"{r['step_ms'] / r['matmul_ms']:.2f}" == f"{r['ratio']:.2f}"

@@ -239,9 +239,33 @@ def _analytic_sections(benchmarks: dict[str, dict]) -> list[str]:
     return [section("Analytic speed: compare and sweep", table(rows, ANALYTIC_COLUMNS), note)]
 
 
+STATE_MIXER_DECODE = "state_mixer_decode"  # benchmarks/state_mixer_decode.py's files
+STATE_MIXER_COLUMNS = [
+    ("mixer kind", lambda r: r["kind"], "l"), ("preset (its shape)", lambda r: r["preset"], "l"),
+    ("step ms", lambda r: f"{r['step_ms']:.3f}", "r"),
+    ("matmuls ms", lambda r: f"{r['matmul_ms']:.3f}", "r"),
+    ("step / matmuls", lambda r: DASH if r["ratio"] is None else f"{r['ratio']:.2f}", "r"),
+    ("wall ms", lambda r: f"{r['wall_ms']:.3f}", "r")]
+
+
+def _state_mixer_sections(benchmarks: dict[str, dict]) -> list[str]:
+    out = []
+    for name, data in benchmarks.items():
+        if name.startswith(STATE_MIXER_DECODE):
+            note = (f"One mixer module at the preset's width, fp32, batch 1, a one-token decode "
+                    f"step under the breakdown's profiler: its operators' time beside its matrix "
+                    f"products' (bar: {data['bar']:g}x). `{data.get('command', DASH)}` "
+                    f"({data.get('cpu', DASH)}, {data.get('threads', DASH)} threads, torch "
+                    f"{data.get('torch', DASH)}).")
+            out.append(section("State mixers: a decode step against its matmuls",
+                               table(data["results"], STATE_MIXER_COLUMNS), note))
+    return out
+
+
 def benchmark_sections(benchmarks: dict[str, dict]) -> list[str]:
     """The sections of the benchmark files `load_benchmarks` read: the quantized decode runs,
-    the CPU linears, the runs against transformers (each kind in file-name order), then the
-    analytic commands' speed."""
+    the CPU linears, the runs against transformers (each kind in file-name order), the state
+    mixers' decode steps, then the analytic commands' speed."""
     return (_quantized_sections(benchmarks) + _cpu_linear_sections(benchmarks)
-            + _versus_hf_sections(benchmarks) + _analytic_sections(benchmarks))
+            + _versus_hf_sections(benchmarks) + _state_mixer_sections(benchmarks)
+            + _analytic_sections(benchmarks))
