@@ -24,7 +24,7 @@ from parity import slots_in_use_bytes  # noqa: E402
 
 BATCH, PROMPT = 2, 10
 # "conv": a state mixer's depthwise conv, multiply-adds the estimate counts (one per weight a token)
-MATMULS = ("linear", "matmul", "bmm", "einsum", "addmm", "mm", "conv")
+MATMULS = ("linear", "matmul", "bmm", "einsum", "addmm", "mm", "conv", "baddbmm")
 NORMS = {"layer_norm", "group_norm", "batch_norm"}
 
 
@@ -58,6 +58,9 @@ def test_fvcore_counts_match_where_it_supports_the_ops(name, tiny_variant):
     ids = torch.randint(0, spec.vocab_size, (BATCH, PROMPT))
     analysis = fvcore.FlopCountAnalysis(model, (ids,))
     analysis.unsupported_ops_warnings(False).uncalled_modules_warnings(False)
+    # fvcore has no handle for baddbmm (RecurrentGemma's block-diagonal gates): its batched
+    # product counted as bmm's is, one multiply-add per output element and inner index
+    analysis.set_op_handle("aten::baddbmm", _baddbmm_flops)
     by_op = analysis.by_operator()
     counted = sum(by_op.pop(op, 0) for op in MATMULS)
     assert set(by_op) <= NORMS, by_op
@@ -65,6 +68,7 @@ def test_fvcore_counts_match_where_it_supports_the_ops(name, tiny_variant):
     # (a model without attention layers, a pure Mamba stack, runs neither)
     sdpa = "aten::scaled_dot_product_attention" in analysis.unsupported_ops()
     attends = [layer.attention for layer in spec.plan if layer.attention is not None]
+    attends += [spec.attention] if spec.shared is not None else []  # shared blocks attend
     assert sdpa == (bool(attends) and not any(a.softcap for a in attends))
     expected = prefill_flops(spec, PROMPT, BATCH, attention="full").by_component
     unseen = ("attention_qk", "attention_av") if sdpa else ()
@@ -84,3 +88,11 @@ def _untraced_delta_rule(spec) -> int:
                       for layer in spec.plan
                       if layer.state is not None and layer.state.kind == "gated_deltanet")
     return uncounted_solves(spec, PROMPT) + last_writes
+
+
+def _baddbmm_flops(inputs, outputs) -> int:
+    """baddbmm(bias, a [b, n, k], w [b, k, m]): b*n*k*m multiply-adds (fvcore's unit)."""
+    from fvcore.nn.jit_handles import get_shape
+
+    b, n, k = get_shape(inputs[1])
+    return b * n * k * get_shape(inputs[2])[-1]
