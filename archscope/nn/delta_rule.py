@@ -135,3 +135,22 @@ def chunked_per_channel(q, k, v, g, beta, state, chunk: int):
         out[:, :, c] = q_from_start[:, :, c] @ state + scores[:, :, c] @ corrections
         state = state * chunk_decay[:, :, c] + k_to_end[:, :, c].transpose(-1, -2) @ corrections
     return out.reshape(batch, heads, -1, v.shape[-1])[:, :, :tokens], state
+
+
+def advance(q, k, v, g, beta, state, chunk: int):
+    """The delta rule over one call's tokens, q, k [B, H, T, d_k], v [B, H, T, d_v]: the
+    one-step recurrence for one token, the chunked form for more, with a decay per head
+    (g [B, H, T]) or per key channel (g [B, H, T, d_k]: `chunked_per_channel`). It starts from
+    `state.recurrent` [B, H, d_k, d_v] and writes the new one back there; `state` None is a
+    fresh zero state, kept nowhere. Returns the output [B, H, T, d_v]."""
+    batch, heads, tokens, key_dim = q.shape
+    recurrent = (q.new_zeros(batch, heads, key_dim, v.shape[-1]) if state is None
+                 else state.recurrent)
+    if tokens == 1:
+        out, recurrent = recurrent_step(q, k, v, g, beta, recurrent)
+    else:
+        scan = chunked if g.dim() == 3 else chunked_per_channel
+        out, recurrent = scan(q, k, v, g, beta, recurrent, chunk)
+    if state is not None:
+        state.recurrent.copy_(recurrent)
+    return out

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archscope.nn.delta_rule import chunked, l2_normalize, recurrent_step
+from archscope.nn.delta_rule import advance, l2_normalize
 from archscope.nn.depthwise import causal_depthwise_conv
 from archscope.nn.linear import Linear
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
@@ -141,17 +141,7 @@ class GatedDeltaNet(nn.Module):
         q, k = (t.repeat_interleave(s.heads_per_key, dim=2).transpose(1, 2) for t in (q, k))
         v = v.float().reshape(batch, tokens, s.n_value_heads, -1).transpose(1, 2)
         g, beta = (t.float().transpose(1, 2) for t in (g, beta))
-        if state is None:
-            recurrent = q.new_zeros(batch, s.n_value_heads, s.key_head_dim, s.value_head_dim)
-        else:
-            recurrent = state.recurrent
-        if tokens == 1:
-            out, recurrent = recurrent_step(q, k, v, g, beta, recurrent)
-        else:
-            out, recurrent = chunked(q, k, v, g, beta, recurrent, s.chunk_size)
-        if state is not None:
-            state.recurrent.copy_(recurrent)
-        return out.transpose(1, 2)
+        return advance(q, k, v, g, beta, state, s.chunk_size).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, rope=None, start: int = 0,
                 cache: DeltaNetState | None = None) -> torch.Tensor:

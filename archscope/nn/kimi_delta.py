@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archscope.nn.delta_rule import chunked_per_channel, l2_normalize, recurrent_step
+from archscope.nn.delta_rule import advance, l2_normalize
 from archscope.nn.depthwise import causal_depthwise_conv
 from archscope.nn.linear import Linear
 from archscope.spec.kimi_delta import KimiDeltaSpec
@@ -142,20 +142,11 @@ class KimiDeltaAttention(nn.Module):
     def delta_rule(self, q, k, v, g, beta, state: KimiDeltaState | None):
         """q, k, v [B, T, H, h], g [B, T, H, h], beta [B, T, H] -> [B, T, H, h] in fp32."""
         m = self.m
-        batch, tokens = q.shape[:2]
         q, k = (l2_normalize(t.float()) for t in (q, k))
         q = q * m.head_dim ** -0.5
         q, k, v, g = (t.float().transpose(1, 2) for t in (q, k, v, g))
         beta = beta.float().transpose(1, 2)
-        recurrent = (q.new_zeros(batch, m.n_heads, m.head_dim, m.head_dim) if state is None
-                     else state.recurrent)
-        if tokens == 1:
-            out, recurrent = recurrent_step(q, k, v, g, beta, recurrent)
-        else:
-            out, recurrent = chunked_per_channel(q, k, v, g, beta, recurrent, m.chunk_size)
-        if state is not None:
-            state.recurrent.copy_(recurrent)
-        return out.transpose(1, 2)
+        return advance(q, k, v, g, beta, state, m.chunk_size).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, rope=None, start: int = 0,
                 cache: KimiDeltaState | None = None) -> torch.Tensor:
