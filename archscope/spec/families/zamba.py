@@ -24,28 +24,18 @@ import math
 from archscope.errors import SpecError
 from archscope.spec.families.base import frozen, rules
 from archscope.spec.families.mamba import auto_rank, silu_conv
-from archscope.spec.families.zamba2 import HYBRID, MAMBA, ZAMBA2
+from archscope.spec.families.zamba2 import HYBRID, MAMBA, ZAMBA2, hybrid_layers
 from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import _act
 from archscope.spec.hf_writers_base import HF_ACT
 from archscope.spec.schema import ModelSpec
 
 
-def _hybrid_layers(c: Keys, n: int) -> list[int]:
-    types = c.get("layers_block_type")
-    if types is None:  # ZambaConfig.__post_init__'s default pattern
-        period, offset = c.size("attn_layer_period"), c.size("attn_layer_offset", least=0)
-        types = [MAMBA[1]] * 2 + [HYBRID] + [HYBRID if i % period == offset else MAMBA[1]
-                                             for i in range(n - 3)]
-    if not isinstance(types, list) or len(types) != n:
-        raise c.error("layers_block_type", f"expected a list of {n} entries (num_hidden_layers: "
-                                           f"ZambaModel builds one layer per entry), "
-                                           f"{what(types)}")
-    for i, t in enumerate(types):
-        if t not in MAMBA + (HYBRID,):
-            raise c.error(f"layers_block_type[{i}]", f"expected one of "
-                                                     f"{', '.join(MAMBA + (HYBRID,))}, {what(t)}")
-    return [i for i, t in enumerate(types) if t == HYBRID]
+def _default_types(c: Keys, n: int) -> list[str]:
+    """ZambaConfig.__post_init__'s layers where the file lists none."""
+    period, offset = c.size("attn_layer_period"), c.size("attn_layer_offset", least=0)
+    return [MAMBA[1]] * 2 + [HYBRID] + [HYBRID if i % period == offset else MAMBA[1]
+                                        for i in range(n - 3)]
 
 
 def _mixer(c: Keys, d: int) -> dict:
@@ -75,7 +65,7 @@ def read(c: Keys) -> dict:
     head_dim = c.size("attention_head_dim", null=True) or 2 * d // heads
     if not head_dim:
         raise c.error("num_attention_heads", f"2 * hidden_size ({2 * d}) // heads is 0")
-    hybrid = _hybrid_layers(c, n)
+    hybrid = hybrid_layers(c, n, "ZambaModel", default=lambda: _default_types(c, n))
     out = {"vocab_size": c.size("vocab_size"), "d_model": d, "n_layers": n,
            "max_seq_len": c.size("max_position_embeddings"),
            "tie_embeddings": c.flag("tie_word_embeddings"),

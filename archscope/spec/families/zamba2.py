@@ -31,11 +31,15 @@ MAMBA, HYBRID = ("mamba", "linear_attention"), "hybrid"
 _GATED_NORM_EPS = 1e-5  # Zamba2MambaMixer's Zamba2RMSNormGated(..., eps=1e-5)
 
 
-def _hybrid_layers(c: Keys, n: int) -> list[int]:
+def hybrid_layers(c: Keys, n: int, model: str = "Zamba2Model", default=None) -> list[int]:
+    """The indices of the layers_block_type entries that run the shared block, the list
+    checked; `default()` gives the list where the file has none (Zamba's pattern)."""
     types = c.get("layers_block_type")
+    if types is None and default is not None:
+        types = default()
     if not isinstance(types, list) or len(types) != n:
         raise c.error("layers_block_type", f"expected a list of {n} entries (num_hidden_layers: "
-                                           f"Zamba2Model builds one layer per entry), "
+                                           f"{model} builds one layer per entry), "
                                            f"{what(types)}")
     for i, t in enumerate(types):
         if t not in MAMBA + (HYBRID,):
@@ -88,7 +92,7 @@ def read(c: Keys) -> dict:
                                                       "divides it and num_key_value_heads "
                                                       "equals num_attention_heads")
     d_ff = c.size("intermediate_size", null=True) or 4 * d
-    hybrid = _hybrid_layers(c, n)
+    hybrid = hybrid_layers(c, n)
     out = {**base, "mixer": _mixer(c, d),
            "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv,
                          "head_dim": head_dim, "rope": True},
