@@ -360,3 +360,19 @@ def their_cache_bytes(cache) -> tuple[int, int]:
     (their_cache_per_layer summed)."""
     layers = their_cache_per_layer(cache)
     return sum(x["kv_bytes"] for x in layers), sum(x["state_bytes"] for x in layers)
+
+
+@torch.no_grad()
+def prompt_then_steps(call, x: torch.Tensor, prompt: int, steps: int) -> torch.Tensor:
+    """call(x[:, :prompt]), then call(x[:, t:t+1]) token by token for `steps` more tokens,
+    the outputs concatenated along the tokens (a stateful module: its cache carried by `call`)."""
+    outs = [call(x[:, :prompt])] + [call(x[:, t:t + 1]) for t in range(prompt, prompt + steps)]
+    return torch.cat(outs, 1)
+
+
+def linear_attention_state(cache, layer: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(conv window, recurrent state) of one sequence-batch that transformers' cache holds for a
+    state layer (its LinearAttentionLayer's conv_states and recurrent_states)."""
+    held = cache.layers[layer]
+    return held.conv_states[0], held.recurrent_states[0]
+

@@ -25,6 +25,7 @@ from archscope.kinds import mamba1 as formulas
 from archscope.nn.mamba1 import MambaMixer
 from archscope.spec.fields import from_mapping
 from archscope.spec.mamba1 import MambaSpec
+from parity import linear_attention_state, prompt_then_steps
 
 TOL = 1e-4  # fp32; measured differences are about 1e-6
 D, PROMPT, STEPS, BATCH = 32, 11, 12, 2
@@ -80,25 +81,14 @@ def inputs(seed: int = 1) -> torch.Tensor:
     return torch.randn(BATCH, PROMPT + STEPS, D, generator=torch.Generator().manual_seed(seed))
 
 
-@torch.no_grad()
 def run_hf(hf, x, cache=None, steps: int = STEPS):
     cache = cache if cache is not None else DynamicCache(config=hf.cache_config)
-    outs = [hf(x[:, :PROMPT], cache=cache)]
-    outs += [hf(x[:, t:t + 1], cache=cache) for t in range(PROMPT, PROMPT + steps)]
-    return torch.cat(outs, 1), cache
+    return prompt_then_steps(lambda t: hf(t, cache=cache), x, PROMPT, steps), cache
 
 
-@torch.no_grad()
 def run_ours(ours, x, state=None, steps: int = STEPS):
     state = state if state is not None else ours.new_cache(BATCH)
-    outs = [ours(x[:, :PROMPT], cache=state)]
-    outs += [ours(x[:, t:t + 1], cache=state) for t in range(PROMPT, PROMPT + steps)]
-    return torch.cat(outs, 1), state
-
-
-def held(cache) -> tuple[torch.Tensor, torch.Tensor]:
-    layer = cache.layers[0]
-    return layer.conv_states[0], layer.recurrent_states[0]
+    return prompt_then_steps(lambda t: ours(t, cache=state), x, PROMPT, steps), state
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -111,7 +101,7 @@ def test_outputs_match(family):
     decode = (theirs[:, PROMPT:] - mine[:, PROMPT:]).abs().max().item()
     assert theirs.abs().max() > 1  # outputs of size ~1..10: the tolerance is a relative 1e-5
     assert prefill < TOL and decode < TOL, (prefill, decode)
-    conv, ssm = held(cache)
+    conv, ssm = linear_attention_state(cache)
     assert torch.equal(state.conv, conv)  # the same K columns of the same inputs
     assert (state.ssm - ssm).abs().max() < TOL
     with torch.no_grad():  # one pass over the whole sequence gives the cached result
@@ -177,7 +167,7 @@ def test_state_bytes(family, dtype, conv_bytes):
     for steps in (0, 3):
         _, cache = run_hf(hf, x, steps=steps)
         _, state = run_ours(ours, x, steps=steps)
-        conv, ssm = held(cache)
+        conv, ssm = linear_attention_state(cache)
         assert (conv.dtype, ssm.dtype) == (dtype, torch.float32)
         assert (state.conv.dtype, state.ssm.dtype) == (dtype, torch.float32)
         assert state.conv.shape == conv.shape and state.ssm.shape == ssm.shape
