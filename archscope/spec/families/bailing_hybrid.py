@@ -20,7 +20,8 @@ from __future__ import annotations
 from archscope.errors import SpecError
 from archscope.spec.families.base import rules
 from archscope.spec.families.gpt_oss import sliding_select
-from archscope.spec.families.kimi_linear import _ATTN, KIMI_LINEAR, _dense_layers, _key, _moe
+from archscope.spec.families.kimi_linear import (_ATTN, KIMI_LINEAR, _dense_layers, _key, _moe,
+                                                 moe_keys)
 from archscope.spec.hf_keys import Keys, what
 from archscope.spec.hf_readers_base import _act, _rope, _select
 from archscope.spec.hf_writers_base import HF_ACT, rope_parameters
@@ -115,12 +116,7 @@ def write(s: ModelSpec) -> dict:
     if dense:
         out["intermediate_size"] = dense[0].ffn.d_ff
     if moe is not None:
-        r = moe.routing
-        out.update({"num_experts": moe.n_experts, "num_experts_per_token": moe.top_k,
-                    "moe_intermediate_size": moe.d_expert,
-                    "num_shared_experts": moe.shared_experts, "moe_renormalize": r.normalize,
-                    "routed_scaling_factor": r.scaling_factor, "num_expert_group": r.n_group,
-                    "topk_group": r.topk_group})
+        out.update(moe_keys(moe))
     return out
 
 

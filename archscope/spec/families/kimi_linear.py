@@ -169,13 +169,17 @@ def write(s: ModelSpec) -> dict:
     if s.mixer is not None:
         out.update({key: getattr(s.mixer, field) for key, field in MIXER_KEYS.items()})
     if moe is not None:
-        r = moe.routing
-        out.update({"num_experts": moe.n_experts, "num_experts_per_token": moe.top_k,
-                    "moe_intermediate_size": moe.d_expert,
-                    "num_shared_experts": moe.shared_experts, "moe_renormalize": r.normalize,
-                    "routed_scaling_factor": r.scaling_factor, "num_expert_group": r.n_group,
-                    "topk_group": r.topk_group})
+        out.update(moe_keys(moe))
     return out
+
+
+def moe_keys(moe) -> dict:
+    """The MoE's config.json keys, Kimi Linear's names (Ling's bailing_hybrid writes the same)."""
+    r = moe.routing
+    return {"num_experts": moe.n_experts, "num_experts_per_token": moe.top_k,
+            "moe_intermediate_size": moe.d_expert, "num_shared_experts": moe.shared_experts,
+            "moe_renormalize": r.normalize, "routed_scaling_factor": r.scaling_factor,
+            "num_expert_group": r.n_group, "topk_group": r.topk_group}
 
 
 def _claims(s: ModelSpec) -> bool:
