@@ -20,6 +20,29 @@ import torch
 import torch.nn.functional as F
 
 
+# transformers keeps the delta rule's recurrent state in fp32 whatever the model's dtype
+RECURRENT_DTYPE = torch.float32
+
+
+class DeltaRuleState:
+    """One layer's state for `batch` sequences, allocated once (a fixed address, like the
+    static KV cache): conv [B, conv_dim, conv_kernel] in the activations' dtype, recurrent
+    [B, heads, key_dim, value_dim] in fp32 (Gated DeltaNet's, Kimi Delta Attention's)."""
+
+    def __init__(self, batch: int, conv: tuple[int, int], recurrent: tuple[int, int, int],
+                 device, dtype: torch.dtype):
+        self.conv = torch.zeros(batch, *conv, device=device, dtype=dtype)
+        self.recurrent = torch.zeros(batch, *recurrent, device=device, dtype=RECURRENT_DTYPE)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.conv, self.recurrent))
+
+    def reset(self) -> None:
+        """A new sequence starts from zeros (what a fresh state holds)."""
+        self.conv.zero_()
+        self.recurrent.zero_()
+
+
 def l2_normalize(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """x / sqrt(|x|^2 + eps) over the last axis: eps inside the root, where FLA and
     transformers put it, so small vectors come out the same."""

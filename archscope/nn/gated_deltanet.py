@@ -28,31 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archscope.nn.delta_rule import advance, l2_normalize
+from archscope.nn.delta_rule import DeltaRuleState, advance, l2_normalize
 from archscope.nn.depthwise import causal_depthwise_conv
 from archscope.nn.linear import Linear
 from archscope.spec.gated_deltanet import GatedDeltaNetSpec
-
-RECURRENT_DTYPE = torch.float32
-
-
-class DeltaNetState:
-    """One layer's state for `batch` sequences, allocated once (a fixed address, like the
-    static KV cache): conv [B, conv_dim, conv_kernel], recurrent [B, H_v, d_k, d_v]."""
-
-    def __init__(self, gdn: GatedDeltaNetSpec, batch: int, device, dtype: torch.dtype):
-        self.conv = torch.zeros(batch, gdn.conv_dim, gdn.conv_kernel, device=device, dtype=dtype)
-        self.recurrent = torch.zeros(batch, gdn.n_value_heads, gdn.key_head_dim,
-                                     gdn.value_head_dim, device=device, dtype=RECURRENT_DTYPE)
-
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.conv, self.recurrent))
-
-    def reset(self) -> None:
-        """A new sequence starts from zeros (what a fresh state holds)."""
-        self.conv.zero_()
-        self.recurrent.zero_()
-
 
 class GatedRMSNorm(nn.Module):
     """weight * rmsnorm(x) * silu(gate): the norm in fp32, cast back before the weight, the
@@ -105,9 +84,11 @@ class GatedDeltaNet(nn.Module):
         self.A_log.copy_(torch.log(torch.linspace(1, 16, self.gdn.n_value_heads)))
         self.dt_bias.fill_(1.0)
 
-    def new_cache(self, batch: int, max_len: int, device, dtype) -> DeltaNetState:
+    def new_cache(self, batch: int, max_len: int, device, dtype) -> DeltaRuleState:
         """The state for `batch` sequences; `max_len` does not change its size."""
-        return DeltaNetState(self.gdn, batch, device, dtype)
+        g = self.gdn
+        return DeltaRuleState(batch, (g.conv_dim, g.conv_kernel),
+                              (g.n_value_heads, g.key_head_dim, g.value_head_dim), device, dtype)
 
     def project(self, x: torch.Tensor):
         """q, k [B, T, key_dim], v [B, T, value_dim], z [B, T, H_v, d_v], b and a [B, T, H_v]:
@@ -125,13 +106,13 @@ class GatedDeltaNet(nn.Module):
         flat = [t.reshape(batch, tokens, -1) for t in (q, k, v, b, a)]
         return (*flat[:3], z.reshape(batch, tokens, s.n_value_heads, -1), *flat[3:])
 
-    def convolve(self, qkv: torch.Tensor, state: DeltaNetState | None) -> torch.Tensor:
+    def convolve(self, qkv: torch.Tensor, state: DeltaRuleState | None) -> torch.Tensor:
         """Causal depthwise conv of [B, conv_dim, T] with silu: each output reads its input and
         the conv_kernel - 1 before it (zeros before the first token, else the state's)."""
         out = causal_depthwise_conv(qkv, self.conv1d, None if state is None else state.conv)
         return F.silu(out)
 
-    def delta_rule(self, q, k, v, g, beta, state: DeltaNetState | None):
+    def delta_rule(self, q, k, v, g, beta, state: DeltaRuleState | None):
         """[B, T, ...] inputs -> [B, T, H_v, d_v] outputs in fp32, updating the state."""
         s = self.gdn
         batch, tokens = q.shape[:2]
@@ -144,7 +125,7 @@ class GatedDeltaNet(nn.Module):
         return advance(q, k, v, g, beta, state, s.chunk_size).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, rope=None, start: int = 0,
-                cache: DeltaNetState | None = None) -> torch.Tensor:
+                cache: DeltaRuleState | None = None) -> torch.Tensor:
         """x [B, T, d] -> [B, T, d]. `rope` and `start` are unused (the state carries the
         order); they keep the attention mixers' signature so the block calls any mixer alike."""
         s = self.gdn

@@ -16,7 +16,7 @@ Modules and parameters carry transformers' names (KimiLinearDeltaAttention), so 
                   sigmoid(gate), one weight of head_dim shared by the heads
     o_proj        qkv_dim -> d
 
-The state per sequence is the Gated DeltaNet's (nn/gated_deltanet.DeltaNetState): the conv's
+The state per sequence is the Gated DeltaNet's (nn/delta_rule.DeltaRuleState): the conv's
 last conv_kernel inputs in the activations' dtype, and one head_dim x head_dim matrix per head
 in fp32 (transformers casts the state to fp32 before caching it).
 """
@@ -27,30 +27,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archscope.nn.delta_rule import advance, l2_normalize
+from archscope.nn.delta_rule import DeltaRuleState, advance, l2_normalize
 from archscope.nn.depthwise import causal_depthwise_conv
 from archscope.nn.linear import Linear
 from archscope.spec.kimi_delta import KimiDeltaSpec
-
-RECURRENT_DTYPE = torch.float32
-
-
-class KimiDeltaState:
-    """One layer's state for `batch` sequences, allocated once: conv [B, conv_dim, K],
-    recurrent [B, H, head_dim, head_dim] in fp32."""
-
-    def __init__(self, m: KimiDeltaSpec, batch: int, device, dtype: torch.dtype):
-        self.conv = torch.zeros(batch, m.conv_dim, m.conv_kernel, device=device, dtype=dtype)
-        self.recurrent = torch.zeros(batch, m.n_heads, m.head_dim, m.head_dim, device=device,
-                                     dtype=RECURRENT_DTYPE)
-
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.conv, self.recurrent))
-
-    def reset(self) -> None:
-        self.conv.zero_()
-        self.recurrent.zero_()
-
 
 class SigmoidGatedRMSNorm(nn.Module):
     """weight * rmsnorm(x) * sigmoid(gate), all in fp32, then cast back (transformers'
@@ -135,11 +115,13 @@ class KimiDeltaAttention(nn.Module):
         gate.A_log.copy_(torch.log(torch.linspace(1, 16, self.m.n_heads)).view(gate.A_log.shape))
         gate.dt_bias.zero_()
 
-    def new_cache(self, batch: int, max_len: int, device, dtype) -> KimiDeltaState:
+    def new_cache(self, batch: int, max_len: int, device, dtype) -> DeltaRuleState:
         """The state for `batch` sequences; `max_len` does not change its size."""
-        return KimiDeltaState(self.m, batch, device, dtype)
+        m = self.m
+        return DeltaRuleState(batch, (m.conv_dim, m.conv_kernel),
+                              (m.n_heads, m.head_dim, m.head_dim), device, dtype)
 
-    def delta_rule(self, q, k, v, g, beta, state: KimiDeltaState | None):
+    def delta_rule(self, q, k, v, g, beta, state: DeltaRuleState | None):
         """q, k, v [B, T, H, h], g [B, T, H, h], beta [B, T, H] -> [B, T, H, h] in fp32."""
         m = self.m
         q, k = (l2_normalize(t.float()) for t in (q, k))
@@ -149,7 +131,7 @@ class KimiDeltaAttention(nn.Module):
         return advance(q, k, v, g, beta, state, m.chunk_size).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, rope=None, start: int = 0,
-                cache: KimiDeltaState | None = None) -> torch.Tensor:
+                cache: DeltaRuleState | None = None) -> torch.Tensor:
         """x [B, T, d] -> [B, T, d]. `rope` and `start` are unused (the state carries the
         order); they keep the attention mixers' signature."""
         m, (batch, tokens, _) = self.m, x.shape
