@@ -4,6 +4,7 @@ them. Pure string functions, shared by the component kinds' wording and every re
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 
 DASH = "—"
 
@@ -46,3 +47,54 @@ def text_table(rows: list[list[str]], right: set[int] = frozenset(), indent: str
     return [indent + "  ".join(cell.rjust(w) if c in right else cell.ljust(w)
                                for c, (cell, w) in enumerate(zip(row, widths))).rstrip()
             for row in rows]
+
+
+# Byte sizes for people. One family on every surface: decimal (kB, MB, GB, TB: 10^3 steps, what
+# GPU datasheets and serving engines print) by default, or binary (KiB, MiB, GiB, TiB: 2^10
+# steps, what `nvidia-smi` and torch's allocator print) when asked (the commands' --units).
+# JSON always carries plain byte counts.
+DECIMAL, BINARY = "GB", "GiB"
+_STEPS = {DECIMAL: (1000, ("B", "kB", "MB", "GB", "TB")),
+          BINARY: (1024, ("B", "KiB", "MiB", "GiB", "TiB"))}
+_SCALES = {"": 0, "k": 1, "K": 1, "M": 2, "G": 3, "T": 4}
+_family: ContextVar[str] = ContextVar("archscope_byte_units", default=DECIMAL)
+
+
+def byte_units() -> str:
+    """The family in use: 'GB' (decimal) or 'GiB' (binary)."""
+    return _family.get()
+
+
+def set_byte_units(family: str) -> None:
+    """Use `family` ('GB' or 'GiB', any case) for every size printed from now on."""
+    key = {"gb": DECIMAL, "gib": BINARY}.get(str(family).lower())
+    if key is None:
+        raise ValueError(f"unknown byte units {family!r}: expected GB or GiB")
+    _family.set(key)
+
+
+def byte_unit(scale: str) -> str:
+    """The unit at `scale` ('M', 'G', ...) in the family in use: 'G' -> 'GB' or 'GiB'."""
+    return _STEPS[byte_units()][1][_SCALES[scale]]
+
+
+def in_unit(nbytes: float, scale: str, digits: int = 2) -> str:
+    """nbytes in the unit at `scale`, the number only: (16_060_522_496, 'G') -> '16.06'."""
+    base = _STEPS[byte_units()][0]
+    return f"{nbytes / base ** _SCALES[scale]:,.{digits}f}"
+
+
+def size(nbytes: float, scale: str | None = None, digits: int = 2) -> str:
+    """'16.06 GB' (or '14.96 GiB'): at `scale`, or the largest unit that keeps the number >= 1."""
+    if scale is None:
+        base, names = _STEPS[byte_units()]
+        step = 0
+        while step < len(names) - 1 and abs(nbytes) >= base ** (step + 1):
+            step += 1
+        scale = "kMGT"[step - 1] if step else ""
+    return f"{in_unit(nbytes, scale, digits if scale else 0)} {byte_unit(scale)}"
+
+
+def units_note() -> str:
+    """The footnote naming the family in use: 'GB = 10^9 bytes' or 'GiB = 2^30 bytes'."""
+    return "GB = 10^9 bytes" if byte_units() == DECIMAL else "GiB = 2^30 bytes"

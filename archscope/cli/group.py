@@ -19,3 +19,8 @@ def cli():
       archscope show llama-3.2-1b --verify
       archscope show path/to/config.json --format json
     """
+    from archscope.units import DECIMAL, set_byte_units
+
+    # every command starts in GB: a command's --units (parsed after this) changes it, and one
+    # process running several commands (tests, notebooks) carries none over
+    set_byte_units(DECIMAL)

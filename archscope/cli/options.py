@@ -102,6 +102,21 @@ def format_option(*machine: str, default: str = "text"):
                              f"{_or(machine)}.")
 
 
+def units_option(f):
+    """--units: the byte family every size for people is printed in (archscope/units.py)."""
+    def use(ctx, param, value):
+        from archscope.units import set_byte_units
+
+        set_byte_units(value)
+        return value
+
+    return click.option("--units", type=Choice(["GB", "GiB"], case_sensitive=False),
+                        default="GB", show_default=True, expose_value=False, callback=use,
+                        is_eager=True,
+                        help="Byte units for people: GB (10^9 bytes) or GiB (2^30); JSON "
+                             "keeps bytes.")(f)
+
+
 def dtype_option(allowed: tuple[str, ...] = ANALYTIC_DTYPES, *, what: str = "the weights",
                  default: str | None = None, default_help: str | None = None,
                  name: str = "--dtype"):
