@@ -83,24 +83,29 @@ def load(model: str, overrides: Sequence[str] = ()) -> ModelSpec:
     return load_labelled(model, overrides)[0]
 
 
-def record(model: str | ModelSpec, seq_len: int = 4096, *, batch: int = 1, dtype: str = "bf16",
+def record(model: str | ModelSpec, seq_len: int = 4096, *, batch: int = 1,
+           dtype: str | None = None,
            kv_dtype: str | None = None, attention_flops: str = "causal",
            mla_flops: str = "absorbed", overrides: Sequence[str] = ()) -> ModelRecord:
     """Everything the estimators compute for one model at `seq_len` (and its conventions):
-    `.params`, `.row()` (compare's JSON element), `.at(seq_len).cache`, `.decode`, ..."""
+    `.params`, `.row()` (compare's JSON element), `.at(seq_len).cache`, `.decode`, ...
+    `dtype`: the weight format (estimate/formats.py), None: the checkpoint's."""
     from archscope.estimate import model_record
+    from archscope.spec.weight_formats import checkpoint_format
 
     spec = model if isinstance(model, ModelSpec) else load(model, overrides)
-    return model_record(spec, (seq_len,), batch=batch, weight_dtype=dtype, cache_dtype=kv_dtype,
+    return model_record(spec, (seq_len,), batch=batch,
+                        weight_format=dtype or checkpoint_format(spec), cache_dtype=kv_dtype,
                         attention_flops=attention_flops, mla_flops=mla_flops)
 
 
 def compare_rows(models: Iterable[str] | None = None, seq_len: int = 4096, *, batch: int = 1,
-                 dtype: str = "bf16", kv_dtype: str | None = None,
+                 dtype: str | None = None, kv_dtype: str | None = None,
                  attention_flops: str = "causal", mla_flops: str = "absorbed",
                  overrides: Sequence[str] = (), gpu: str | None = None) -> list[dict]:
     """One row per model (every preset when `models` is None): `compare --format json`. With
-    `gpu`, each row's `fit` on one GPU of that catalog part at the same conventions."""
+    `gpu`, each row's `fit` on one GPU of that catalog part at the same conventions. `dtype`:
+    the weight format of every row; None: each model's checkpoint format."""
     from archscope.spec import preset_names
 
     specs, rows = [], []
@@ -114,8 +119,9 @@ def compare_rows(models: Iterable[str] | None = None, seq_len: int = 4096, *, ba
         from archscope.hardware import get_hardware
 
         hw = get_hardware(gpu)
-        setup = Setup(weight_format=dtype, kv_dtype=kv_dtype, context=seq_len, batch=batch)
         for spec, row in zip(specs, rows):
+            setup = Setup(weight_format=row["dtype"], kv_dtype=kv_dtype, context=seq_len,
+                          batch=batch)
             row["fit"] = _fit(spec, hw, setup).row()
     return rows
 
@@ -128,12 +134,13 @@ def compare(models: Iterable[str] | None = None, seq_len: int = 4096, **options)
 
 
 def fit(model: str | ModelSpec, gpu: str, *, n_gpus: int | None = None, tp: int | None = None,
-        ep: int = 1, weight_format: str = "bf16", kv_dtype: str | None = None,
+        ep: int = 1, weight_format: str | None = None, kv_dtype: str | None = None,
         context: int | None = None, batch: int = 1, overrides: Sequence[str] = (),
         **fractions) -> FitResult:
     """`archscope fit MODEL --gpu GPU ...`: whether it fits, the context and sequences it
-    holds, and roofline speeds. `fractions`: gpu_memory_utilization, bandwidth_fraction,
-    compute_fraction, as Setup names them."""
+    holds, and roofline speeds (none when it cannot load: `.advice` says what would).
+    `weight_format` None: the checkpoint's. `fractions`: gpu_memory_utilization,
+    bandwidth_fraction, compute_fraction, as Setup names them."""
     from archscope.hardware import get_hardware
 
     spec = model if isinstance(model, ModelSpec) else load(model, overrides)

@@ -50,7 +50,7 @@ def test_show_compare_and_claims_read_one_record(name, compared):
     spec = load_spec(name)
     for dtype in DTYPES:
         for n in CONTEXTS:
-            record = model_record(spec, n, weight_dtype=dtype)
+            record = model_record(spec, n, weight_format=dtype)
             at = record.at(n)
             row = compared[dtype, n][name]
             assert row == record.row(n)
@@ -64,7 +64,7 @@ def test_show_compare_and_claims_read_one_record(name, compared):
             assert kv["bytes"] == row["kv_cache_bytes"] == mem["kv_cache"]
             assert mem["total"] == row["inference_memory_bytes"]
             assert mem["weights"] == row["weights_bytes"] == shown["details"]["weights_bytes"][
-                dtype if dtype != "fp8" else "int8"]
+                row["dtype"]]
             assert flops["total"] == row["flops_per_token"]
             # The cache is kept in the compute dtype whatever the weight format.
             assert row["kv_dtype"] == "bf16" == shown["details"]["kv_cache"]["dtype"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import (ANALYTIC_DTYPES, RANKS, SEQ_LEN, Number, _echo_json,
-                                   _set_option, batch_option, count, dtype_option, format_option)
+from archscope.cli.options import (KV_DTYPES, RANKS, SEQ_LEN, Number, _echo_json, _set_option,
+                                   batch_option, count, dtype_option, format_option,
+                                   weight_format_option)
 from archscope.spec.limits import GPUS_MAX
 
 # The formats the catalog table shows when --weight-format does not pick one.
@@ -24,11 +25,9 @@ def gpu_option(help: str):
 @click.option("--n-gpus", type=count(1, GPUS_MAX), default=None,
               help="GPUs of that kind: --n-gpus / --tp replicas of a --tp group [default: "
                    "--tp, else 1].")
-@click.option("--weight-format", default=None, metavar="FORMAT",
-              help="Weight storage format: bf16, fp16, fp8, fp8-block, int8, int4-g128, nvfp4, "
-                   "mxfp4, mxfp4-experts, q8_0, q6_k, q5_k_m, q4_k_m [default: bf16; the "
-                   "catalog table: a few common ones].")
-@dtype_option(ANALYTIC_DTYPES, name="--kv-dtype", what="the KV cache",
+@weight_format_option("[default: the checkpoint's format (the spec's weight_format), else "
+                      "bf16; the catalog table: the checkpoint's and a few common ones]")
+@dtype_option(KV_DTYPES, name="--kv-dtype", what="the KV cache",
               default_help="[default: bf16 (fp16 / fp32 with those weights)]")
 @click.option("--context", type=SEQ_LEN, default=None,
               help="Context length of every sequence [default: 8,192 or the model's maximum].")
@@ -48,7 +47,7 @@ def gpu_option(help: str):
               help="Achievable fraction of dense peak FLOP/s [default: as above].")
 @_set_option
 @format_option("json", default="text")
-def fit_cmd(model, gpu, n_gpus, weight_format, kv_dtype, context, batch, gpu_memory_utilization,
+def fit_cmd(model, gpu, n_gpus, dtype, kv_dtype, context, batch, gpu_memory_utilization,
             tp, ep, bandwidth_fraction, compute_fraction, overrides, fmt):
     """Will MODEL fit on --gpu, with what context, how many concurrent sequences, and how fast
     (roofline time to first token and per output token at achievable fractions of peak).
@@ -64,11 +63,11 @@ def fit_cmd(model, gpu, n_gpus, weight_format, kv_dtype, context, batch, gpu_mem
 
     spec = load_spec(model, overrides)
     if gpu is None:
-        _catalog(spec, weight_format, context, fmt)
+        _catalog(spec, dtype, context, fmt)
         return
     from archscope.api import fit
 
-    result = fit(spec, gpu, n_gpus=n_gpus, tp=tp, ep=ep, weight_format=weight_format or "bf16",
+    result = fit(spec, gpu, n_gpus=n_gpus, tp=tp, ep=ep, weight_format=dtype,
                  kv_dtype=kv_dtype, context=context, batch=batch,
                  gpu_memory_utilization=gpu_memory_utilization,
                  bandwidth_fraction=bandwidth_fraction, compute_fraction=compute_fraction)
@@ -77,16 +76,21 @@ def fit_cmd(model, gpu, n_gpus, weight_format, kv_dtype, context, batch, gpu_mem
     else:
         from archscope.report.terminal.fit import fit_text
 
-        click.echo(fit_text(result), nl=False)
+        from archscope.spec.weight_formats import checkpoint_format
+
+        click.echo(fit_text(result, checkpoint_format(spec)), nl=False)
 
 
 def _catalog(spec, weight_format, context, fmt) -> None:
     """Every catalog part x format: the fewest GPUs that hold the model at the context."""
     from archscope.estimate.fit import DEFAULT_CONTEXT, min_gpus
-    from archscope.estimate.formats import weight_format as known
     from archscope.hardware import catalog
 
-    formats = [known(weight_format).name] if weight_format else list(CATALOG_FORMATS)
+    from archscope.spec.weight_formats import checkpoint_format
+
+    own = checkpoint_format(spec)
+    formats = [weight_format] if weight_format else list(
+        dict.fromkeys([own, *CATALOG_FORMATS]))
     context = context or min(DEFAULT_CONTEXT, spec.max_seq_len)
     cells = min_gpus(spec, list(catalog().values()), formats, context)
     if fmt == "json":

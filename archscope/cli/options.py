@@ -9,13 +9,15 @@ import math
 
 import click
 
-from archscope.errors import InputError, quote
+from archscope.errors import InputError, quote, shorten
 from archscope.spec import limits
 
-# What each family of commands takes as --dtype: the analytic commands price any of these
-# formats; the commands that run a network run (or write) real torch tensors.
-ANALYTIC_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+# What each family of commands takes: the analytic commands price the weights in any weight
+# format (spec/weight_formats.py) and the KV cache in any of KV_DTYPES; the commands that run a
+# network run (or write) real torch tensors.
+KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 RUN_DTYPES = ("fp32", "fp16", "bf16")
+CHECKPOINT_DEFAULT = "[default: the checkpoint's format (the spec's weight_format), else bf16]"
 
 
 def _or(values) -> str:
@@ -117,7 +119,28 @@ def units_option(f):
                              "keeps bytes.")(f)
 
 
-def dtype_option(allowed: tuple[str, ...] = ANALYTIC_DTYPES, *, what: str = "the weights",
+def weight_format_option(default_help: str = CHECKPOINT_DEFAULT):
+    """--dtype and --weight-format, one option under both names in every analytic command: the
+    weights' format, any name of spec/weight_formats.py (aliases too), priced by
+    estimate/formats.py. None: the command's default (`default_help` says which)."""
+    def check(ctx, param, value):
+        from archscope.spec.weight_formats import UnknownFormatError, canonical_format
+
+        if value is None:
+            return None
+        try:
+            return canonical_format(value)
+        except UnknownFormatError as err:
+            raise click.BadParameter(shorten(str(err), 400)) from None
+
+    return click.option("--dtype", "--weight-format", "dtype", default=None, callback=check,
+                        metavar="FORMAT",
+                        help="Weight format: bf16, fp16, fp32, fp8, fp8-block, int8, int4 "
+                             "(= int4-g128), nvfp4, mxfp4, mxfp4-experts, ternary, q8_0, q6_k, "
+                             f"q5_k_m, q4_k_m; scales included {default_help}.")
+
+
+def dtype_option(allowed: tuple[str, ...] = KV_DTYPES, *, what: str = "the weights",
                  default: str | None = None, default_help: str | None = None,
                  name: str = "--dtype"):
     """A number-format option: any name `canonical_dtype` knows (bfloat16, half, ...) is read as
@@ -177,10 +200,10 @@ def _estimate_options(f):
     for option in reversed([
         seq_len_option,
         batch_option,
-        dtype_option(ANALYTIC_DTYPES, default="bf16"),
-        dtype_option(ANALYTIC_DTYPES, name="--kv-dtype", what="the KV cache",
-                     default_help="[default: the compute dtype: --dtype when 16 bits or wider, "
-                                  "else bf16]"),
+        weight_format_option(),
+        dtype_option(KV_DTYPES, name="--kv-dtype", what="the KV cache",
+                     default_help="[default: the compute dtype: fp16 or fp32 with those "
+                                  "weights, else bf16]"),
         click.option("--attention-flops", type=Choice(["causal", "full"]),
                      default="causal", show_default=True,
                      help="Prefill attention FLOPs: the causal half, or the full square that "
@@ -195,9 +218,12 @@ def _estimate_options(f):
 
 
 def _record(spec, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, lengths=()):
+    """The record at the options' conventions; weights in `dtype`, else the checkpoint's."""
     from archscope.estimate import model_record
+    from archscope.spec.weight_formats import checkpoint_format
 
-    return model_record(spec, (seq_len, *lengths), batch=batch, weight_dtype=dtype,
+    return model_record(spec, (seq_len, *lengths), batch=batch,
+                        weight_format=dtype or checkpoint_format(spec),
                         cache_dtype=kv_dtype, attention_flops=attention_flops,
                         mla_flops=mla_flops)
 

@@ -47,7 +47,10 @@ def sweep(model, grid, overrides, seq_len, batch, dtype, kv_dtype, attention_flo
 
         check_destination(out, "--out", folder=False)
     spec = load_spec(model, overrides)
-    result = run_sweep(spec, axes, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops)
+    from archscope.spec.weight_formats import checkpoint_format
+
+    result = run_sweep(spec, axes, seq_len, batch, dtype or checkpoint_format(spec), kv_dtype,
+                       attention_flops, mla_flops)
     if plot:  # before anything is printed: a wrong column is bad input, with no output
         _check_plot(result, x, y)
     if fmt == "json":

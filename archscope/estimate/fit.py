@@ -25,13 +25,16 @@ from dataclasses import dataclass, replace
 
 from archscope.errors import InputError
 from archscope.estimate import fit_roofline as roof
+from archscope.estimate.fit_advice import Advice, advice
 from archscope.estimate.formats import weight_format
 from archscope.estimate.kv_cache import kv_cache
+from archscope.estimate.memory import compute_dtype
 from archscope.estimate.parallel import ParallelSplit, split
 from archscope.estimate.record import AtContext, model_record
 from archscope.hardware import Hardware
 from archscope.hardware.achievable import Achievable, achievable
 from archscope.spec import ModelSpec
+from archscope.spec.weight_formats import checkpoint_format
 
 BLOCK_TOKENS = 16  # vLLM's default KV block size (--block-size 16)
 DEFAULT_UTILIZATION = 0.9  # vLLM's default --gpu-memory-utilization
@@ -45,7 +48,7 @@ class Setup:
     n_gpus: int = 1
     tp: int | None = None  # None: all n_gpus in one tensor-parallel group
     ep: int = 1
-    weight_format: str = "bf16"
+    weight_format: str | None = None  # None: the checkpoint's (spec.weight_format), else bf16
     kv_dtype: str | None = None  # None: the compute dtype (bf16; fp16/fp32 weights: theirs)
     context: int | None = None  # None: 8,192 or the model's max_seq_len when shorter
     batch: int = 1
@@ -70,6 +73,9 @@ class FitResult:
     max_context_limit: str  # 'memory' or 'model' (max_seq_len reached)
     prefill: roof.Phase
     decode: roof.Phase
+    # what would load instead, when this setup cannot (fit_advice.py); None when it fits or
+    # the part is the measured local CPU
+    advice: Advice | None = None
 
     @property
     def replicas(self) -> int:
@@ -124,17 +130,12 @@ def resolve(spec: ModelSpec, setup: Setup) -> Setup:
     if not 0 < s.gpu_memory_utilization <= 1:
         raise InputError(f"--gpu-memory-utilization must be in (0, 1], got "
                          f"{s.gpu_memory_utilization}")
-    fmt = weight_format(s.weight_format).name
-    kv = s.kv_dtype or {"fp16": "fp16", "fp32": "fp32"}.get(fmt, "bf16")
+    fmt = weight_format(s.weight_format or checkpoint_format(spec)).name
+    kv = s.kv_dtype or compute_dtype(fmt)
     context = s.context or min(DEFAULT_CONTEXT, spec.max_seq_len)
     if context < 1:
         raise InputError(f"--context must be a positive integer, got {context}")
     return replace(s, tp=tp, weight_format=fmt, kv_dtype=kv, context=context)
-
-
-def _record_dtype(fmt: str) -> str:
-    """The record's weight dtype: its compute dtype sets the state's (fp16 / fp32, else bf16)."""
-    return fmt if fmt in ("fp16", "fp32") else "bf16"
 
 
 def sequence_bytes(spec: ModelSpec, sp: ParallelSplit, context: int, kv_dtype: str,
@@ -159,14 +160,23 @@ def longest_context(spec: ModelSpec, sp: ParallelSplit, kv_dtype: str, state: in
     return lo, "memory"
 
 
-def fit(spec: ModelSpec, hw: Hardware, setup: Setup = Setup()) -> FitResult:
-    """The answer for one setup (see the module doc)."""
+def fit(spec: ModelSpec, hw: Hardware, setup: Setup = Setup(), advise: bool = True) -> FitResult:
+    """The answer for one setup (see the module doc); one that cannot load also says what would
+    (`advise`)."""
     s = resolve(spec, setup)
+    result = _fit(spec, hw, s)
+    if advise and not result.fits and not hw.measured:
+        result = replace(result, advice=advice(
+            spec, hw, s, lambda other: _fit(spec, hw, resolve(spec, other)).fits))
+    return result
+
+
+def _fit(spec: ModelSpec, hw: Hardware, s: Setup) -> FitResult:
     if hw.measured:  # the local CPU: priced at this model's own kernels, not a generic probe
         hw = _local_cpu(spec, hw, s)
     sp = split(spec, s.tp, s.ep, s.weight_format)
-    at: AtContext = model_record(spec, s.context, batch=1, weight_dtype=_record_dtype(
-        s.weight_format), cache_dtype=s.kv_dtype).at(s.context)
+    at: AtContext = model_record(spec, s.context, batch=1, weight_format=s.weight_format,
+                                 cache_dtype=s.kv_dtype).at(s.context)
     fractions = achievable(hw.name).overridden(s.bandwidth_fraction, s.compute_fraction)
     r = roof.rates(hw, s.weight_format, fractions)
     usable = int(hw.memory_bytes * s.gpu_memory_utilization)
@@ -202,7 +212,7 @@ def min_gpus(spec: ModelSpec, parts: list[Hardware], formats: list[str], context
     state = model_record(spec, 1).at(1).state_bytes
     out = {}
     for fmt in formats:
-        kv_dtype = {"fp16": "fp16", "fp32": "fp32"}.get(weight_format(fmt).name, "bf16")
+        kv_dtype = compute_dtype(fmt)
         needs = []  # (n, weights per GPU, one sequence's cache per GPU)
         for n in counts:
             try:

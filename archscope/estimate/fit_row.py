@@ -2,8 +2,9 @@
 
 Byte counts and sequence / token counts are integers; times are milliseconds (floats). The
 keys README names are fits, weights_bytes_per_gpu, cache_bytes_per_sequence, max_context,
-max_concurrent_sequences, ttft_ms, tpot_ms, decode_tokens_per_s and bound; the rest say how
-they were reached (the parts of the cache, the collectives, the fractions and their sources).
+max_concurrent_sequences, ttft_ms, tpot_ms, decode_tokens_per_s and bound (the three speeds
+null when the setup cannot load: `advice` then names the fewest GPUs and a format that would,
+estimate/fit_advice.py); the rest say how they were reached (the parts of the cache, the collectives, the fractions and their sources).
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ def fit_row(f) -> dict:
         "max_context": f.max_context, "max_context_limit": f.max_context_limit,
         "max_concurrent_sequences": f.max_concurrent_sequences,
         "max_concurrent_sequences_per_replica": f.sequences_per_replica,
-        "ttft_ms": _ms(f.prefill.seconds), "tpot_ms": _ms(f.decode.seconds),
-        "decode_tokens_per_s": round(f.decode_tokens_per_s, 3),
+        # a setup that cannot load runs at no speed: null, and `advice` says what would load
+        "ttft_ms": _ms(f.prefill.seconds) if f.fits else None,
+        "tpot_ms": _ms(f.decode.seconds) if f.fits else None,
+        "decode_tokens_per_s": round(f.decode_tokens_per_s, 3) if f.fits else None,
         "bound": {"ttft": f.prefill.bound, "tpot": f.decode.bound},
+        "advice": f.advice.row() if f.advice else None,
         "prefill": _phase(f.prefill), "decode": _phase(f.decode),
         "collective_bytes_per_token": {"all_reduce": sp.allreduce_bytes_per_token,
                                        "all_to_all": sp.all_to_all_bytes_per_token,

@@ -22,22 +22,18 @@ Weights only: the KV cache's dtype is a separate choice (estimate/kv_cache.py).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from archscope.errors import InputError, quote
 from archscope.estimate import storage as st
 from archscope.estimate.gguf import DEFAULT as GGUF_DEFAULT, gguf_storage
 from archscope.estimate.tensors import Tensor, weight_tensors
 from archscope.spec import ModelSpec
+from archscope.spec.weight_formats import (  # noqa: F401  (re-exported)
+    ALIASES, NAMES, UnknownFormatError, canonical_format)
 
 # Roles a linear-layer format leaves alone (vectors, norms and biases are never quantized).
 HIGH_PRECISION = ("embedding", "positional", "lm_head", "router", "norms", "biases")
-
-
-class UnknownFormatError(InputError, ValueError):
-    """A weight format name that is not in FORMATS (or its aliases)."""
 
 
 @dataclass(frozen=True)
@@ -89,25 +85,17 @@ FORMATS: dict[str, WeightFormat] = {f.name: f for f in (
     _gguf("q8_0", "GGUF Q8_0"), _gguf("q6_k", "GGUF Q6_K"),
     _gguf("q5_k_m", "GGUF Q5_K_M (Q5_K, some Q6_K)"),
     _gguf("q4_k_m", "GGUF Q4_K_M (Q4_K, some Q6_K)"))}
-ALIASES = {"fp8-tensor": "fp8", "fp8-per-tensor": "fp8", "fp8-128": "fp8-block",
-           "int4": "int4-g128", "gptq": "int4-g128", "awq": "int4-g128",
-           "gpt-oss-mxfp4": "mxfp4-experts", "bfloat16": "bf16", "float16": "fp16",
-           "b1.58": "ternary"}
+# the names are the spec layer's (spec/weight_formats.py: a spec names its checkpoint's format)
+if tuple(FORMATS) != NAMES:
+    raise ImportError(f"estimate/formats.py prices {tuple(FORMATS)} but the spec layer names "
+                      f"{NAMES}: the two lists must be the same")
 
 
 def weight_format(name: str | WeightFormat) -> WeightFormat:
     """'Q4_K_M', 'nvfp4', 'gptq' -> the format; an unknown name lists the known ones."""
     if isinstance(name, WeightFormat):
         return name
-    key = str(name).strip().lower().replace("_", "-")
-    key = ALIASES.get(key, key)
-    for candidate in (key, key.replace("-", "_")):
-        if candidate in FORMATS:
-            return FORMATS[candidate]
-    close = difflib.get_close_matches(key, [*FORMATS, *ALIASES], n=3, cutoff=0.5)
-    hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-    raise UnknownFormatError(f"unknown weight format {quote(name)}{hint}; known: "
-                             f"{', '.join(FORMATS)}")
+    return FORMATS[canonical_format(name)]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Memory from the spec alone: weights, inference memory at a context, the longest that fits.
 
-- weights: total parameters x bytes per parameter (int4: half a byte). Quantisation scales,
-  zero points and any layers kept in higher precision are left out.
+- weights: every stored tensor priced in the weight format (formats.py: a format's scales and
+  zero points included, the tensors it keeps in 16 bits priced so), the one table that `show`,
+  `compare`, `fit` and the reports read.
 - inference memory at context N for a batch = weights + KV cache (kv_cache.py) + the state
   mixers' constant state (state.py, in the compute dtype and fp32) + activations.
 - activations, the transient peak of one forward over the prompt (the whole prompt at once
@@ -17,9 +18,10 @@
   built model, as in profiling, or training without a fused loss).
   Left out: attention score matrices (a fused / flash kernel never stores them; an eager kernel
   adds batch * n_heads * tokens * N), the CUDA context, workspaces and allocator fragmentation.
-- dtypes: `dtype` prices the weights; `kv_dtype` the cache (default: the compute dtype);
-  activations are always in the compute dtype: the weight dtype when it is 16 bits or wider,
-  else bf16 (int8/int4/fp8 are weight-only formats).
+- formats: `dtype` is the weight format (any name formats.py knows: bf16, fp8, int4-g128, ...);
+  `kv_dtype` prices the cache (default: the compute dtype); activations are always in the
+  compute dtype: fp16 or fp32 for those plain formats, else bf16 (the quantized formats are
+  weight-only).
 """
 
 from __future__ import annotations
@@ -27,28 +29,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archscope.errors import InputError
-from archscope.estimate.dtypes import WEIGHT_DTYPES, canonical_dtype, dtype_bits, nbytes
+from archscope.estimate.dtypes import canonical_dtype, nbytes
+from archscope.estimate.formats import canonical_format, weights_in_format
 from archscope.estimate.kv_cache import decompressed_elements_per_token, kv_cache_bytes
-from archscope.estimate.params import count_params
 from archscope.estimate.state import state_bytes
 from archscope.kinds import ffn_kind, mixer_kind
 from archscope.spec import LayerPlan, ModelSpec
 
 
+# The formats a weights table shows (the checkpoint's own is added where it is another):
+# the plain 32 and 16 bits, and the quantized layouts serving engines load most.
+WEIGHT_FORMATS = ("fp32", "bf16", "fp8", "int8", "int4-g128", "nvfp4", "mxfp4")
+
+
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
-    return nbytes(count_params(spec).total, dtype)
+    """The stored weights in format `dtype` (formats.py: scales included)."""
+    return weights_in_format(spec, dtype).total_bytes
 
 
-def weights_table(spec: ModelSpec, dtypes=WEIGHT_DTYPES) -> dict[str, int]:
-    """Weight bytes at each dtype (fp32, fp16, bf16, int8, int4 by default)."""
-    total = count_params(spec).total
-    return {canonical_dtype(d): nbytes(total, d) for d in dtypes}
+def weights_table(spec: ModelSpec, formats=WEIGHT_FORMATS) -> dict[str, int]:
+    """Weight bytes in each format, by canonical name."""
+    return {canonical_format(f): weights_bytes(spec, f) for f in formats}
 
 
 def compute_dtype(dtype: str) -> str:
-    """The dtype caches and activations use when weights are stored in `dtype`."""
-    dtype = canonical_dtype(dtype)
-    return dtype if dtype_bits(dtype) >= 16 else "bf16"
+    """The dtype caches and activations use when weights are stored in format `dtype`: the plain
+    fp16 and fp32 compute in themselves, every other format in bf16."""
+    fmt = canonical_format(dtype)
+    return fmt if fmt in ("fp16", "fp32") else "bf16"
 
 
 def _layer_width(layer: LayerPlan) -> int:
@@ -99,7 +107,7 @@ def inference_memory(spec: ModelSpec, seq_len: int, batch: int = 1, dtype: str =
 
 def _memory(spec: ModelSpec, seq_len: int, batch: int, dtype: str, kv_dtype: str | None,
             prefill_chunk: int | None, all_logits: bool, weights: int) -> InferenceMemory:
-    dtype = canonical_dtype(dtype)
+    dtype = canonical_format(dtype)
     kv_dtype = canonical_dtype(kv_dtype) if kv_dtype else compute_dtype(dtype)
     tokens = min(seq_len, prefill_chunk) if prefill_chunk else seq_len
     return InferenceMemory(seq_len, batch, dtype, kv_dtype, weights,

@@ -6,11 +6,12 @@ weight bytes and inference memory are put together for a model under stated conv
 read a record (`ModelRecord.row(n)` is the `compare --format json` element).
 
 Conventions (named in the record, `Conventions`):
-- weight_dtype prices the weights; cache_dtype prices the KV cache (a state mixer's constant
-  state is in the compute dtype, its SSM / recurrent part fp32: estimate/state.py). By default the cache is kept
-  in the compute dtype: the weight dtype when it is 16 bits or wider, else bf16 (int8, int4 and
-  fp8 are weight-only formats unless a cache dtype is given). Activations are always priced in
-  the compute dtype.
+- weight_format prices the weights (estimate/formats.py: bf16, fp8, int4-g128, mxfp4-experts,
+  ...; scales included); cache_dtype prices the KV cache (a state mixer's constant state is in
+  the compute dtype, its SSM / recurrent part fp32: estimate/state.py). By default the cache is
+  kept in the compute dtype: fp16 or fp32 with those plain formats, else bf16 (the quantized
+  formats are weight-only unless a cache dtype is given). Activations are always priced in the
+  compute dtype.
 - attention_flops: the prefill's attention, `causal` (the unmasked half) or `full` (the square).
 - mla_flops: the MLA decode convention, `absorbed` (default, what serving kernels run),
   `recompute` or `naive` (estimate/flops.py). A prefill decompresses each latent once under
@@ -25,12 +26,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from archscope.errors import InputError
-from archscope.estimate.dtypes import WEIGHT_DTYPES, canonical_dtype, nbytes
+from archscope.estimate.dtypes import canonical_dtype, nbytes
+from archscope.estimate.formats import canonical_format
 from archscope.estimate.flops import (MLA_CONVENTIONS, FlopCount, decode_flops, prefill_flops,
                                       training_flops, training_of)
 from archscope.estimate.kv_cache import (KVCache, decompressed_elements_per_token, kv_cache,
                                          kv_elements_per_token, mha_elements_per_token)
-from archscope.estimate.memory import InferenceMemory, compute_dtype, inference_memory
+from archscope.estimate.memory import (InferenceMemory, compute_dtype, inference_memory,
+                                      weights_bytes, weights_table)
 from archscope.estimate.params import ParamCount, count_params
 from archscope.estimate.shared_blocks import kv_uses
 from archscope.estimate.state import state_bytes, state_bytes_by_layer
@@ -43,7 +46,7 @@ DEFAULT_CONTEXT = 4096
 @dataclass(frozen=True)
 class Conventions:
     batch: int = 1
-    weight_dtype: str = "bf16"
+    weight_format: str = "bf16"
     cache_dtype: str = "bf16"
     attention_flops: str = "causal"  # prefill attention: causal | full
     mla_flops: str = "absorbed"  # MLA decode: absorbed | recompute | naive
@@ -109,11 +112,11 @@ class ModelRecord:
     conventions: Conventions
     params: ParamCount
     kv_cache_bytes_per_token: int  # one more token of context, all layers, one sequence
-    weights_bytes: int  # at the weight dtype
+    weights_bytes: int  # in the weight format
     contexts: tuple[AtContext, ...]
     spec: ModelSpec = field(repr=False, compare=False)  # what the groups below are read from
 
-    # The layer groups and the weights at every dtype: for the tables that show them, computed
+    # The layer groups and the weights in every format: for the tables that show them, computed
     # when first asked (a sweep's rows never ask), then kept.
     @cached_property
     def cache_groups(self) -> tuple[CacheGroup, ...]:
@@ -121,11 +124,13 @@ class ModelRecord:
 
     @cached_property
     def state_groups(self) -> tuple[StateGroup, ...]:  # empty without state mixers
-        return _state_groups(self.spec, self.conventions.weight_dtype)
+        return _state_groups(self.spec, self.conventions.weight_format)
 
     @cached_property
-    def weights_by_dtype(self) -> dict[str, int]:
-        return {d: nbytes(self.params.total, d) for d in WEIGHT_DTYPES}
+    def weights_by_format(self) -> dict[str, int]:
+        """The weights in the common formats (memory.WEIGHT_FORMATS) and the record's own."""
+        table = weights_table(self.spec)
+        return {**table, self.conventions.weight_format: self.weights_bytes}
 
     def at(self, seq_len: int) -> AtContext:
         for c in self.contexts:
@@ -140,7 +145,7 @@ class ModelRecord:
         v = self.conventions
         return {
             "model": self.model, "attention": self.attention, "moe": self.moe,
-            "seq_len": c.seq_len, "batch": v.batch, "dtype": v.weight_dtype,
+            "seq_len": c.seq_len, "batch": v.batch, "dtype": v.weight_format,
             "kv_dtype": v.cache_dtype,
             "params_total": self.params.total, "params_active": self.params.active,
             "params_embedding": self.params.embedding, "params_mtp": self.params.mtp,
@@ -181,16 +186,16 @@ def _cache_groups(spec: ModelSpec, cache_dtype: str) -> tuple[CacheGroup, ...]:
                  for a, idx in groups.items())
 
 
-def _state_groups(spec: ModelSpec, weight_dtype: str) -> tuple[StateGroup, ...]:
+def _state_groups(spec: ModelSpec, weight_format: str) -> tuple[StateGroup, ...]:
     """The state-mixer layers grouped by what one sequence's state holds (estimate/state.py)."""
     groups: dict = {}
-    for index, parts in state_bytes_by_layer(spec, compute_dtype(weight_dtype)).items():
+    for index, parts in state_bytes_by_layer(spec, compute_dtype(weight_format)).items():
         key = (mixer_kind(spec.plan[index].state.kind).display, tuple(parts.items()))
         groups.setdefault(key, []).append(index)
     return tuple(StateGroup(tuple(idx), kind, dict(parts)) for (kind, parts), idx in groups.items())
 
 
-def conventions(batch: int = 1, weight_dtype: str = "bf16", cache_dtype: str | None = None,
+def conventions(batch: int = 1, weight_format: str = "bf16", cache_dtype: str | None = None,
                 attention_flops: str = "causal", mla_flops: str = "absorbed") -> Conventions:
     """Checked conventions; the cache dtype defaults to the compute dtype of the weights."""
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
@@ -200,9 +205,9 @@ def conventions(batch: int = 1, weight_dtype: str = "bf16", cache_dtype: str | N
     if mla_flops not in MLA_CONVENTIONS:
         raise InputError(f"mla_flops must be one of {', '.join(MLA_CONVENTIONS)}, "
                          f"got {mla_flops!r}")
-    weight_dtype = canonical_dtype(weight_dtype)
-    cache_dtype = canonical_dtype(cache_dtype) if cache_dtype else compute_dtype(weight_dtype)
-    return Conventions(batch, weight_dtype, cache_dtype, attention_flops, mla_flops)
+    weight_format = canonical_format(weight_format)
+    cache_dtype = canonical_dtype(cache_dtype) if cache_dtype else compute_dtype(weight_format)
+    return Conventions(batch, weight_format, cache_dtype, attention_flops, mla_flops)
 
 
 def _by_mla(spec: ModelSpec, n: int) -> dict[str, int]:
@@ -229,16 +234,16 @@ def _at(spec: ModelSpec, n: int, v: Conventions, state: int, weights: int) -> At
         decode=decode_flops(spec, n, 1, mla=v.mla_flops),
         decode_by_mla=_by_mla(spec, n),
         prefill=prefill, training_flops_per_token=round(training.per_token),
-        memory=inference_memory(spec, n, v.batch, v.weight_dtype, kv_dtype=v.cache_dtype,
+        memory=inference_memory(spec, n, v.batch, v.weight_format, kv_dtype=v.cache_dtype,
                                 weights=weights))
 
 
 def model_record(spec: ModelSpec, contexts=(DEFAULT_CONTEXT,), batch: int = 1,
-                 weight_dtype: str = "bf16", cache_dtype: str | None = None,
+                 weight_format: str = "bf16", cache_dtype: str | None = None,
                  attention_flops: str = "causal", mla_flops: str = "absorbed") -> ModelRecord:
     """The record of `spec` at each context length in `contexts` (an int or a sequence; the
     first is the one `row()` gives by default), under the conventions given."""
-    v = conventions(batch, weight_dtype, cache_dtype, attention_flops, mla_flops)
+    v = conventions(batch, weight_format, cache_dtype, attention_flops, mla_flops)
     lengths = (contexts,) if isinstance(contexts, int) else tuple(dict.fromkeys(contexts))
     if not lengths:
         raise InputError("a record needs at least one context length")
@@ -246,8 +251,8 @@ def model_record(spec: ModelSpec, contexts=(DEFAULT_CONTEXT,), batch: int = 1,
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise InputError(f"context lengths must be positive integers, got {n!r}")
     params = count_params(spec)
-    weights = nbytes(params.total, v.weight_dtype)
-    state = state_bytes(spec, v.batch, compute_dtype(v.weight_dtype))  # the same at every n
+    weights = weights_bytes(spec, v.weight_format)
+    state = state_bytes(spec, v.batch, compute_dtype(v.weight_format))  # the same at every n
     contexts = tuple(_at(spec, n, v, state, weights) for n in lengths)
     return ModelRecord(
         model=spec.name, attention=_variants(spec), moe=spec.moe, conventions=v, params=params,

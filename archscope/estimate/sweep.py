@@ -70,10 +70,10 @@ def parse_grid(items: Iterable[str]) -> tuple[Axis, ...]:
 
 
 def sweep(spec: ModelSpec, axes: tuple[Axis, ...], seq_len: int = 4096, batch: int = 1,
-          weight_dtype: str = "bf16", cache_dtype: str | None = None,
+          weight_format: str = "bf16", cache_dtype: str | None = None,
           attention_flops: str = "causal", mla_flops: str = "absorbed") -> Sweep:
     """The record of `spec` with each combination of `axes` applied, at `seq_len`."""
-    row_keys = set(model_record(spec, seq_len, batch, weight_dtype, cache_dtype,
+    row_keys = set(model_record(spec, seq_len, batch, weight_format, cache_dtype,
                                 attention_flops, mla_flops).row())
     clash = [a.key for a in axes if a.key in row_keys]
     if clash:
@@ -85,7 +85,7 @@ def sweep(spec: ModelSpec, axes: tuple[Axis, ...], seq_len: int = 4096, batch: i
         values = {a.key: v for a, v in zip(axes, combo)}
         try:
             variant = variants.spec(values)
-            record = model_record(variant, seq_len, batch, weight_dtype, cache_dtype,
+            record = model_record(variant, seq_len, batch, weight_format, cache_dtype,
                                   attention_flops, mla_flops)
         except InputError as err:
             reason = err.detail if isinstance(err, SpecError) else str(err)

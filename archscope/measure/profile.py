@@ -164,7 +164,7 @@ def _prepare_hf(run: Run, o: ProfileOptions, tick):
 
 def _sizes(run: Run, o: ProfileOptions) -> dict:
     """Measured sizes beside the record's (weights and cache both in the run's dtype)."""
-    record = model_record(run.spec, o.context, batch=o.batch, weight_dtype=o.dtype,
+    record = model_record(run.spec, o.context, batch=o.batch, weight_format=o.dtype,
                           cache_dtype=o.dtype, mla_flops=o.mla_flops)
     return {"weights_bytes_measured": held_weight_bytes(run.model),
             "weights_bytes_estimated": record.weights_bytes,

@@ -64,7 +64,7 @@ def report_record(spec: ModelSpec) -> ModelRecord:
     """The record every report page of `spec` reads: fp16, batch 1, at every context shown."""
     lengths = sorted({*TABLE_LENGTHS, *below_context(spec, DIVE_LENGTHS), *context_series(spec),
                       CACHE_SUM_LENGTH})
-    return model_record(spec, lengths, weight_dtype=REPORT_DTYPE)
+    return model_record(spec, lengths, weight_format=REPORT_DTYPE)
 
 
 def kv_at(record: ModelRecord, c: AtContext) -> dict:
@@ -140,7 +140,7 @@ def cost_record(spec: ModelSpec, record: ModelRecord) -> dict:
         "decode_flops": [flops_at(record.at(n)) for n in TABLE_LENGTHS],
         "prefill_flops": [{"seq_len": n, "total": record.at(n).prefill.total}
                           for n in TABLE_LENGTHS],
-        "weights_bytes": record.weights_by_dtype,
+        "weights_bytes": record.weights_by_format,
         "series": {
             "context": [c.seq_len for c in series],
             "kv_cache_bytes": [c.cache.bytes for c in series],
@@ -173,7 +173,7 @@ def details_record(spec: ModelSpec, record: ModelRecord, lengths) -> dict:
         "state": state_record(record),
         "decode_flops": [flops_at(c) for c in at],
         "prefill_flops": [{"seq_len": c.seq_len, "total": c.prefill.total} for c in at],
-        "weights_bytes": record.weights_by_dtype,
+        "weights_bytes": record.weights_by_format,
         "inference_memory": [memory_at(c) for c in at],
         "conventions": conventions_text(record),
     }

@@ -24,7 +24,7 @@ CACHE_CONTEXTS = (1024, 4096)
 
 def record_at(spec: ModelSpec, n: int = 4096):
     return model_record(spec, CACHE_CONTEXTS + ((n,) if n not in CACHE_CONTEXTS else ()),
-                        weight_dtype=REPORT_DTYPE)
+                        weight_format=REPORT_DTYPE)
 
 
 def attention_variants(spec: ModelSpec) -> list[dict]:

@@ -116,7 +116,7 @@ def params_figure(records: list[dict]) -> Figure:
     return fig
 
 
-def weights_figure(records: list[dict], dtypes=("fp32", "bf16", "int8", "int4")) -> Figure:
+def weights_figure(records: list[dict], dtypes=("fp32", "bf16", "int8", "int4-g128")) -> Figure:
     records = ordered(records)
     fig = Figure(figsize=(10, 8))
     ax = fig.add_subplot(1, 1, 1)
@@ -132,8 +132,9 @@ def weights_figure(records: list[dict], dtypes=("fp32", "bf16", "int8", "int4"))
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(si("B"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("weights (log scale; 1 GB = 10^9 bytes; int4 = half a byte per parameter)")
-    ax.set_title("Weights memory by dtype (total parameters × bytes per parameter)")
+    ax.set_xlabel("weights (log scale; 1 GB = 10^9 bytes; scales included, embeddings and "
+                  "lm_head 16-bit)")
+    ax.set_title("Weights memory by format (every stored tensor priced in it)")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(loc="lower right")
     fig.tight_layout()

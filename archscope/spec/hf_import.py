@@ -26,6 +26,7 @@ from archscope.spec.families.base import Family
 from archscope.spec.families.registry import depth, families, find
 from archscope.spec.fields import did_you_mean
 from archscope.spec.hf_keys import JSON_BYTES_MAX, Defaulted, Keys, what
+from archscope.spec.weight_formats import format_of_quantization
 
 EXTRA_KEY = "archscope"
 
@@ -136,7 +137,9 @@ def _read(raw: dict, where: str, name: str, source: str) -> tuple[dict, Keys]:
     # the extra keys are checked by the spec's converter
     keys = Keys(raw, family.class_of or model_type, where, family.key_fields, family)
     body = family.read(keys)
-    return _merge({"name": name, "source": source, **_drop_none(body)}, extras), keys
+    checkpoint = format_of_quantization(raw.get("quantization_config"))
+    return _merge({"name": name, "source": source, **_drop_none(body),
+                   **({"weight_format": checkpoint} if checkpoint else {})}, extras), keys
 
 
 def _readable(room: int) -> str:

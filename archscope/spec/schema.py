@@ -31,6 +31,7 @@ from archscope.spec.limits import WHERE as LIMITS
 from archscope.spec.mamba2 import Mamba2Spec
 from archscope.spec.mixers import ATTENTION, HYBRID, NONE, STATE_KINDS, StateMixerSpec
 from archscope.spec.shared_blocks import SharedBlockSpec
+from archscope.spec.weight_formats import check_format
 
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers", "HeadSpec",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "IndexerSpec", "RouterSpec",
@@ -66,10 +67,15 @@ class ModelSpec:
     # the model's attention and FFN as blocks stored once and run at several layers (Zamba 2's
     # shared transformer; spec/shared_blocks.py); null: none
     shared: SharedBlockSpec | None = None
+    # the released checkpoint's weight format (spec/weight_formats.py; a config.json's
+    # quantization_config): what show and fit price the weights in unless told otherwise;
+    # null: none stated, priced in bf16. Not part of the network.
+    weight_format: str | None = None
     extends: str | None = None  # kept for display; already applied by the loader
 
     def validate(self) -> None:
         positive(self, "vocab_size", "d_model", "n_layers", "max_seq_len")
+        check_format(self.weight_format)
         require(self.mtp_layers >= 0, "mtp_layers", f"must be 0 or more, got {self.mtp_layers}")
         picks = 0  # the plan's work: bounded before it is built
         for k, override in enumerate(self.layers):

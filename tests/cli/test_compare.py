@@ -68,7 +68,7 @@ def test_past_the_context_is_flagged(run_cli):
     (["--seq-len", "0"], "--seq-len"),
     (["--seq-len", "-5"], "--seq-len"),
     (["--batch", "0"], "--batch"),
-    (["--dtype", "fp7"], "unknown dtype"),
+    (["--dtype", "fp7"], "unknown weight format"),
 ])
 def test_bad_input_exits_2(args, words, run_cli):
     code, out, err = run_cli("compare", "llama-3.2-1b", *args) if args[0] != "nosuchmodel" \

@@ -31,13 +31,16 @@ def _help(command: str) -> str:
 
 
 def _options(command: str) -> dict[str, list[str] | None]:
-    """--name -> its choices ([a|b] in the help), or None for a free-form value or a flag."""
+    """--name -> its choices ([a|b] in the help), or None for a free-form value or a flag; an
+    option with two names (`--dtype, --weight-format FORMAT`) is listed under both."""
     found = {}
     for line in _help(command).splitlines():
-        m = re.match(r"^  (?:-\w, )?(--[a-z][\w-]*)(?: / --[\w-]+)?(?: (\S+(?: RANGE)?))?", line)
+        m = re.match(r"^  (?:-\w, )?(--[a-z][\w-]*)((?:, --[\w-]+)*)(?: / --[\w-]+)?"
+                     r"(?: (\S+(?: RANGE)?))?", line)
         if m:
-            spec = m[2] or ""
-            found[m[1]] = spec[1:-1].split("|") if spec.startswith("[") else None
+            spec = m[3] or ""
+            for name in [m[1], *re.findall(r"--[\w-]+", m[2])]:
+                found[name] = spec[1:-1].split("|") if spec.startswith("[") else None
     return found
 
 

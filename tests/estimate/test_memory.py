@@ -10,10 +10,21 @@ TINY_PARAMS = 7888  # see test_params.py
 
 
 def test_weights_table(tiny):
-    assert weights_table(tiny()) == {"fp32": 4 * TINY_PARAMS, "fp16": 2 * TINY_PARAMS,
-                                     "bf16": 2 * TINY_PARAMS, "int8": TINY_PARAMS,
-                                     "int4": TINY_PARAMS // 2}
+    """The table is the weight formats' (estimate/formats.py, one per name): the plain ones are
+    bytes per parameter, the quantized ones keep 16-bit tensors and add scales, so they are
+    more than bits / 8 per parameter and less than the next wider format."""
+    from archscope.estimate import count_params
+    from archscope.spec import load_spec
+
+    assert weights_table(tiny())["fp32"] == 4 * TINY_PARAMS
     assert weights_bytes(tiny(), "float32") == 4 * TINY_PARAMS
+    spec = load_spec("llama-3.2-1b")  # widths of real models: whole scale blocks per row
+    params, table = count_params(spec).total, weights_table(spec)
+    assert list(table) == ["fp32", "bf16", "fp8", "int8", "int4-g128", "nvfp4", "mxfp4"]
+    assert table["fp32"] == 4 * params and table["bf16"] == 2 * params
+    assert params < table["int8"] < table["bf16"]
+    assert params // 2 < table["int4-g128"] < table["int8"]
+    assert weights_bytes(spec, "int4") == table["int4-g128"]  # one name, one format
 
 
 def test_activations_by_hand(tiny):

@@ -18,7 +18,7 @@ INT_KEYS = ("params_total", "params_active", "params_embedding", "kv_cache_bytes
 
 def test_row_keys_and_values(tiny):
     spec = tiny()
-    row = model_record(spec, 32, batch=2, weight_dtype="fp16").row()
+    row = model_record(spec, 32, batch=2, weight_format="fp16").row()
     for key in INT_KEYS:
         assert type(row[key]) is int, key
     assert row["model"] == "tiny" and row["exceeds_context"] is False
@@ -58,7 +58,7 @@ def test_weight_only_formats_keep_a_bf16_cache(weights):
     """int4 weights do not shrink the cache: the cache and activations stay in bf16, and the
     KV cache `show` prints is the one inference memory adds (they disagreed before)."""
     spec = load_spec("llama-3.1-8b")
-    quantized = model_record(spec, 8192, weight_dtype=weights)
+    quantized = model_record(spec, 8192, weight_format=weights)
     bf16 = model_record(spec, 8192)
     c, ref = quantized.at(8192), bf16.at(8192)
     assert quantized.conventions.cache_dtype == "bf16"

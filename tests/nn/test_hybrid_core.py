@@ -124,7 +124,7 @@ def test_cache_and_state_bytes_equal_the_estimate(spec, dtype, name):
             model(step, cache)
             assert cache.kv_nbytes() == kv_cache_bytes(spec, capacity, BATCH, name)
             assert cache.state_nbytes() == expected_state
-    row = model_record(spec, capacity, batch=BATCH, weight_dtype=name).row()
+    row = model_record(spec, capacity, batch=BATCH, weight_format=name).row()
     assert (row["kv_cache_bytes"], row["state_bytes"]) == (cache.kv_nbytes(), expected_state)
     assert row["cache_bytes"] == cache.nbytes()
     assert state_bytes(spec, BATCH, "bf16") > state_bytes(spec, BATCH, "fp32") // 2

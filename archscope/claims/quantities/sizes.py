@@ -34,7 +34,7 @@ def record_at(spec, seq_len: int = 1, dtype: str = "bf16", batch: int = 1,
         return held[1]
     if len(_RECORDS) >= _RECORDS_MAX:
         _RECORDS.clear()
-    record = model_record(spec, seq_len, batch=batch, weight_dtype=dtype, cache_dtype=dtype,
+    record = model_record(spec, seq_len, batch=batch, weight_format=dtype, cache_dtype=dtype,
                           attention_flops=attention)
     _RECORDS[key] = (spec, record)
     return record

@@ -19,17 +19,31 @@ def _phase(phase) -> str:
             f"memory {_ms(phase.memory_s)}{link})")
 
 
-def _setup(f) -> str:
+def _setup(f, checkpoint: str | None) -> str:
     s = f.setup
     split = f"tp {s.tp}" + (f", ep {s.ep}" if s.ep > 1 else "")
     replicas = f", {f.replicas} replicas" if f.replicas > 1 else ""
+    own = " (the checkpoint's)" if s.weight_format == checkpoint else ""
     return (f"{f.model} on {s.n_gpus} x {f.hardware.name} ({split}{replicas}), weights "
-            f"{s.weight_format}, KV cache {s.kv_dtype}, context {commas(s.context)}, "
+            f"{s.weight_format}{own}, KV cache {s.kv_dtype}, context {commas(s.context)}, "
             f"batch {s.batch}")
 
 
-def fit_text(f) -> str:
-    """A FitResult (estimate/fit.py) for people."""
+def _instead(f) -> list[list[str]]:
+    """What would load, for a setup that cannot (FitResult.advice)."""
+    a, s = f.advice, f.setup
+    if a is None:
+        return []
+    return [["would fit on", f"{a.n_gpus} x {f.hardware.name} (tp {a.n_gpus}), "
+                             f"{s.weight_format}" if a.n_gpus else
+             f"no count up to 64 x {f.hardware.name} in {s.weight_format}"],
+            ["or in", f"{a.weight_format} on {s.n_gpus} x {f.hardware.name}"
+             if a.weight_format else "no smaller common format on these GPUs"]]
+
+
+def fit_text(f, checkpoint: str | None = None) -> str:
+    """A FitResult (estimate/fit.py) for people; `checkpoint`: the model's checkpoint format,
+    named when it is the one priced. A setup that cannot load shows what would, and no speed."""
     s, sp = f.setup, f.split
     state = (f" (KV {_gb(f.kv_bytes_per_sequence)} + constant state "
              f"{_gb(f.state_bytes_per_sequence)})" if f.state_bytes_per_sequence else "")
@@ -47,11 +61,13 @@ def fit_text(f) -> str:
                                         if f.max_context_limit == "model" else "")],
         ["concurrent sequences", f"{commas(f.max_concurrent_sequences)} at "
                                  f"{commas(s.context)} tokens"],
+    ]
+    rows += [
         ["time to first token", _phase(f.prefill)],
         ["time per output token", _phase(f.decode)],
         ["decode tokens/s", f"{f.decode_tokens_per_s:,.1f} ({s.batch} x {f.replicas} "
                             f"sequences)"],
-    ]
+    ] if f.fits else _instead(f)
     if sp.collective_bytes_per_token:
         rows.append(["collectives per token", f"{commas(sp.allreduce_bytes_per_token)} B "
                      f"all-reduce + {commas(sp.all_to_all_bytes_per_token)} B all-to-all "
@@ -61,6 +77,8 @@ def fit_text(f) -> str:
         f"of dense {f.rates.dtype} peak ({f.hardware.name}).",
         f"  bandwidth fraction: {f.fractions.bandwidth_source}",
         f"  compute fraction: {f.fractions.compute_source}",
+    ] if f.fits else ["This setup cannot load: no speed is estimated for it."]
+    notes += [
         "Cache paged in 16-token blocks; the reserve (1 - utilisation) holds activations and "
         "workspace; GB = 10^9 bytes.",
     ]
@@ -68,7 +86,7 @@ def fit_text(f) -> str:
         notes.append(f"Replicated on every GPU: {', '.join(sp.replicated)}"
                      + ("; MLA's latent cache is not split by heads: every GPU holds all of it."
                         if any(h is None for h in sp.kv_heads_per_gpu) and s.tp > 1 else "."))
-    return "\n".join([_setup(f), *text_table(rows), "", *notes]) + "\n"
+    return "\n".join([_setup(f, checkpoint), *text_table(rows), "", *notes]) + "\n"
 
 
 def catalog_text(model: str, context: int, formats: list[str], cells: dict) -> str:
