@@ -17,6 +17,12 @@ def network(spec) -> dict:
     return {k: v for k, v in to_mapping(spec).items() if k not in ("name", "source", "extends")}
 
 
+def without_format(mapping: dict) -> dict:
+    """`network(spec)` less the checkpoint's weight format (a config.json's quantization_config),
+    for copies of a published file that left that key out."""
+    return {k: v for k, v in mapping.items() if k != "weight_format"}
+
+
 def write_config(folder, config: dict):
     """`folder/config.json` holding `config` (the folder is made); returns the folder."""
     folder.mkdir(parents=True)

@@ -65,8 +65,8 @@ def format_of_quantization(config: object) -> str | None:
     - quant_method mxfp4 leaving self_attn out (`modules_to_not_convert`): gpt-oss's experts-only
       checkpoint, mxfp4-experts; otherwise mxfp4;
     - fp8 with weight_block_size [128, 128]: DeepSeek-V3's fp8-block; other fp8: per tensor;
-    - gptq / awq at 4 bits in groups of 128: int4-g128;
-    - bitnet: ternary."""
+    - gptq / awq at 4 bits in groups of 128: int4-g128.
+    A family whose checkpoint format is its own reads it itself (BitNet's ternary: bitnet.py)."""
     if not isinstance(config, dict):
         return None
     method = str(config.get("quant_method", "")).lower()
@@ -80,6 +80,4 @@ def format_of_quantization(config: object) -> str | None:
         group = config.get("group_size", config.get("q_group_size"))
         return "int4-g128" if config.get("bits", config.get("w_bit")) == 4 and group == 128 \
             else None
-    if method == "bitnet":
-        return "ternary"
     return None

@@ -22,10 +22,12 @@ from hf_configs import network, write_config
 from parity import (active_params_from_modules, checked_preset, shrunk_cache_bytes,
                     their_active_params)
 
-# the file as published, less quantization_config (fp8 blocks: not the network),
-# torch_dtype and transformers_version
+# the file as published, less torch_dtype and transformers_version; its quantization_config
+# names the checkpoint's format (fp8 in 128 x 128 blocks: the preset's weight_format)
 PUBLISHED = {
     "architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32",
+    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                            "weight_block_size": [128, 128]},
     "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 0, "eos_token_id": 1,
     "ep_size": 1, "first_k_dense_replace": 3, "hidden_act": "silu", "hidden_size": 7168,
     "index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048,

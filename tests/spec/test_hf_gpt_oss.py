@@ -26,7 +26,10 @@ PUBLISHED = {
     "hidden_act": "silu", "sliding_window": 128, "layer_types": _TYPES * 12,
     "num_local_experts": 32, "num_experts_per_tok": 4, "experts_per_token": 4,
     "swiglu_limit": 7.0, "router_aux_loss_coef": 0.9, "output_router_logits": False,
-    "eos_token_id": 200002, "pad_token_id": 199999, "transformers_version": "4.55.0.dev0"}
+    "eos_token_id": 200002, "pad_token_id": 199999, "transformers_version": "4.55.0.dev0",
+    "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+        "lm_head"]}}
 BIG = {**PUBLISHED, "num_hidden_layers": 36, "num_local_experts": 128,
        "layer_types": _TYPES * 18}  # gpt-oss-120b: the same keys, 36 layers, 128 experts
 # the published file has no swiglu_alpha: the import takes GptOssConfig's 1.702 and says so

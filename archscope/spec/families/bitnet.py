@@ -10,7 +10,8 @@ that). Only a checkpoint loaded with quantization_config (quant_method bitnet) s
 transformers' BitLinear / AutoBitLinear, which round activations to int8 per token and hold
 ternary weights times one scale per tensor. That is a weight format here (`ternary`,
 estimate/storage.py: 2 bits per weight + a bf16 scale per tensor, as the checkpoint packs
-them); the network read and built is the class's, in full precision, and a packed checkpoint
+them), the spec's weight_format when the config.json's quantization_config says bitnet; the
+network read and built is the class's, in full precision, and a packed checkpoint
 (uint8 weights, weight_scale tensors) is refused when loaded.
 """
 
@@ -39,7 +40,9 @@ def read(c: Keys) -> dict:
                       f"the attention output ({heads} x {head_dim}) must be hidden_size "
                       f"({width}) wide: BitNet's attn_sub_norm normalises hidden_size values")
     act = _BITNET_ACT[c.text("hidden_act", _BITNET_ACT, noun="activation")]
-    return {**base,
+    quantization = c.raw.get("quantization_config")
+    packed = isinstance(quantization, dict) and quantization.get("quant_method") == "bitnet"
+    return {**base, **({"weight_format": "ternary"} if packed else {}),
             "attention": {"kind": "gqa", "n_heads": heads, "n_kv_heads": kv,
                           "head_dim": head_dim, "bias": c.flag("attention_bias"),
                           "sub_norm": True},
