@@ -153,7 +153,8 @@ def compute(records: list[dict]) -> str:
         ("model", lambda r: r["name"], "l"),
         ("params", lambda r: human(r["params"]["total"]), "r"),
         ("weights bf16 (GB)", lambda r: f"{r['weights_bytes']['bf16'] / 1e9:,.2f}", "r"),
-        ("weights int4 (GB)", lambda r: f"{r['weights_bytes']['int4'] / 1e9:,.2f}", "r"),
+        ("weights int4-g128 (GB)",
+         lambda r: f"{r['weights_bytes']['int4-g128'] / 1e9:,.2f}", "r"),
     ]
     mla = first["decode_flops"][0]["mla_convention"]
     grouped = rows.grouped(records)
@@ -163,5 +164,7 @@ def compute(records: list[dict]) -> str:
                 "reading `context` keys (at most a window's), the prefill causal with logits at "
                 f"every position, MoE counting active experts and MLA the {mla} convention."),
         section("Weights", table(grouped, weights),
-                "weights are total parameters × bytes per parameter (int4 half a byte, "
-                "quantisation scales left out).")])
+                "weights are every stored tensor priced in the format (estimate/formats.py, the "
+                "table `show`, `compare` and `fit` read): int4-g128 is GPTQ/AWQ's int4 with an "
+                "fp16 scale and 4-bit zero per 128 weights, embeddings, lm_head, norms and "
+                "router kept in 16 bits.")])

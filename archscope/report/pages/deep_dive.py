@@ -171,7 +171,7 @@ def flops(dive: dict) -> str:
 
 def memory(dive: dict) -> str:
     weights = table(list(dive["weights_bytes"].items()), [
-        ("dtype", lambda r: r[0], "l"), ("weights (bytes)", lambda r: commas(r[1]), "r"),
+        ("format", lambda r: r[0], "l"), ("weights (bytes)", lambda r: commas(r[1]), "r"),
         ("GB", lambda r: f"{r[1] / 1e9:,.2f}", "r"),
         ("GiB", lambda r: gib(r[1]).removesuffix(" GiB"), "r")])
     cols = [("seq_len", lambda r: commas(r["seq_len"]), "r")]
@@ -181,8 +181,9 @@ def memory(dive: dict) -> str:
                               ("activations", "activations"), ("total", "total"))]
     inference = table(dive["inference_memory"], cols)
     dtype = dive["kv_cache"]["dtype"]
-    note = ("weights: total params × bytes per parameter (int4 half a byte; quantisation scales "
-            f"left out). Inference, {dtype}, batch 1: weights + KV cache "
+    note = ("weights: every stored tensor priced in the format (estimate/formats.py: scales and "
+            "zero points included, embeddings, lm_head, norms and router kept in 16 bits by the "
+            f"quantized formats). Inference, {dtype}, batch 1: weights + KV cache "
             + ("+ the state mixers' constant state " if dive["state"] else "") + "+ the transient "
             "activations of the prefill (attention scores left out, as a fused kernel never "
             "stores them).")
