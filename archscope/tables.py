@@ -48,7 +48,7 @@ def flat(record: dict, prefix: str = "") -> dict:
         if isinstance(value, dict):
             row.update(flat(value, name + "."))
         else:
-            row[name] = json.dumps(value) if isinstance(value, list) else value
+            row[name] = json.dumps(value) if isinstance(value, (list, tuple)) else value
     return row
 
 

@@ -217,7 +217,8 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
 @click.argument("b", metavar="B")
 @_set_option
 @seq_len_option
-@format_option("markdown", "json", default="text")
+@format_option(*TABLE_FORMATS)
+@units_option
 def diff(a, b, overrides, seq_len, fmt):
     """Two models side by side: only what differs in their specs (dotted keys; the per-layer
     plans summarised), and what each difference costs applied alone to A (parameters, cache
@@ -230,6 +231,8 @@ def diff(a, b, overrides, seq_len, fmt):
       archscope diff llama-3.2-1b llama-3.2-3b
       archscope diff llama-3.2-1b llama-3.2-1b:attention.n_kv_heads=32 --seq-len 32768
       archscope diff mistral-7b-v0.1 path/to/config.json --format json
+
+    --format csv: one row per differing key and the total, with the json keys (bytes).
     """
     from archscope.api import diff as spec_diff
     from archscope.estimate.diff import diff_dict
@@ -238,6 +241,7 @@ def diff(a, b, overrides, seq_len, fmt):
     if fmt == "json":
         _echo_json(diff_dict(d))
     else:
-        from archscope.report.terminal.diff import diff_markdown, diff_text
+        from archscope.report.terminal.diff import diff_csv, diff_markdown, diff_text
 
-        click.echo((diff_markdown if fmt == "markdown" else diff_text)(d), nl=False)
+        render = {"markdown": diff_markdown, "csv": diff_csv}.get(fmt, diff_text)
+        click.echo(render(d), nl=False)
