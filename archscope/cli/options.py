@@ -125,7 +125,8 @@ def units_option(f):
 
     # the metavar spells the units as people write them (click lowercases a case-blind choice)
     return click.option("--units", type=Choice(["GB", "GiB"], case_sensitive=False),
-                        metavar="[GB|GiB]", default="GB", show_default=True, expose_value=False, callback=use,
+                        metavar="[GB|GiB]", default="GB", show_default=True,
+                        expose_value=False, callback=use,
                         is_eager=True,
                         help="Byte units for people: GB (10^9 bytes) or GiB (2^30); JSON "
                              "keeps bytes.")(f)

@@ -138,7 +138,8 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
         device=device, dtype=_run_dtype(dtype, device, weight_format),
         batch=batch, prompt_len=prompt_len, new_tokens=new_tokens, repeats=repeats,
         warmup=warmup, compare_hf=compare_hf, hf_cache=hf_cache, compile=compile_,
-        breakdown=fmt in ("text", "markdown") if breakdown is None else breakdown, hardware=hardware,
+        breakdown=fmt in ("text", "markdown") if breakdown is None else breakdown,
+        hardware=hardware,
         seed=seed, weights=weights_dir, overrides=tuple(overrides), mla_flops=mla_flops,
         weight_format=weight_format, pack_weights=pack_weights)
     if weights_dir:  # every check that reads no tensor data, before kernels are timed
