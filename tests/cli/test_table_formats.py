@@ -175,7 +175,7 @@ def test_show_markdown_has_the_json_numbers_under_headings(run):
 
 def test_fit_markdown_has_the_json_numbers(run):
     out, record = run("fit", "markdown"), json.loads(run("fit", "json"))
-    cells = {r[""]: r["value"] for r in _pipe_tables(out)[0]}
+    cells = {r["quantity"]: r["value"] for r in _pipe_tables(out)[0]}
     weights = cells["weights per GPU"]
     assert weights.endswith("GB)") and _close(_number(weights), record["weights_bytes_per_gpu"]
                                               / 1e9, weights.split(" of ")[0])

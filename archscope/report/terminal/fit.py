@@ -80,7 +80,7 @@ def fit_text(f, markdown: bool = False) -> str:
         notes.append(f"Replicated on every GPU: {', '.join(sp.replicated)}"
                      + ("; MLA's latent cache is not split by heads: every GPU holds all of it."
                         if any(h is None for h in sp.kv_heads_per_gpu) and s.tp > 1 else "."))
-    return "\n".join([_setup(f), *_lines(["", "value"], rows, notes, markdown,
+    return "\n".join([_setup(f), *_lines(["quantity", "value"], rows, notes, markdown,
                                                  text_titles=False)]) + "\n"
 
 
