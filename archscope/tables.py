@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Sequence
 
 from tabulate import tabulate
@@ -36,3 +37,27 @@ def csv_text(rows: Sequence[dict], titles: Sequence[str] | None = None) -> str:
     writer.writerow(titles)
     writer.writerows(["" if r.get(t) is None else r.get(t) for t in titles] for r in rows)
     return out.getvalue()
+
+
+def flat(record: dict, prefix: str = "") -> dict:
+    """A JSON record as one CSV row: nested objects become dotted keys (`prefill.ms`), lists
+    their JSON text; numbers stay as JSON has them (bytes, counts, ms)."""
+    row = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            row.update(flat(value, name + "."))
+        else:
+            row[name] = json.dumps(value) if isinstance(value, (list, tuple)) else value
+    return row
+
+
+def records_csv(records: Sequence[dict]) -> str:
+    """`--format csv` of every command: the rows of its `--format json`, flattened (flat)."""
+    return csv_text([flat(r) for r in records])
+
+
+def pipe_table(cells: Sequence[Sequence[str]]) -> str:
+    """A GitHub pipe table of a text table's cells (the first row its titles), as they are."""
+    return tabulate([list(r) for r in cells[1:]], headers=list(cells[0]), tablefmt="pipe",
+                    disable_numparse=True)

@@ -7,7 +7,7 @@ import sys
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import _echo_json, format_option
+from archscope.cli.options import TABLE_FORMATS, _echo_json, _echo_records, format_option
 
 
 @cli.command("check-claims")
@@ -15,7 +15,7 @@ from archscope.cli.options import _echo_json, format_option
 @click.option("--model-map", "model_map", multiple=True, metavar="NAME=MODEL",
               help="Read the model name NAME in a document as MODEL (a preset, a YAML spec or "
                    "a config.json); repeatable.")
-@format_option("markdown", "json", default="table")
+@format_option(*TABLE_FORMATS, default="table")
 @click.option("--strict", is_flag=True, help="Exit 1 when any claim is wrong.")
 @click.option("--quantities", "list_quantities", is_flag=True,
               help="List the quantities a claim can name, with their conditions, and exit.")
@@ -34,6 +34,7 @@ def check_claims(files, model_map, fmt, strict, list_quantities):
       archscope check-claims notes.txt --model-map "Granite 3B=granite-3.0-2b" --format json
       archscope check-claims doc.txt reports/claims/   # with transcriptions as overrides
       archscope check-claims --quantities
+      archscope check-claims explainer.md --format csv   # one row per claim, the json keys
     """
     if list_quantities:
         from archscope.claims import quantities_text
@@ -46,8 +47,8 @@ def check_claims(files, model_map, fmt, strict, list_quantities):
     from archscope.claims.extract.names import model_map_entries
 
     results = check_paths(files, model_map_entries(model_map))
-    if fmt == "json":
-        _echo_json([r.row() for r in results])
+    if fmt in ("json", "csv"):
+        _echo_records([r.row() for r in results], fmt)
     elif fmt == "markdown":
         from archscope.claims import claims_markdown
 
@@ -130,7 +131,7 @@ def coverage_record() -> dict:
 
 
 @cli.command()
-@format_option("json", "markdown")
+@format_option(*TABLE_FORMATS)
 def families(fmt):
     """Every model_type the installed transformers builds as a causal LM, and what archscope
     makes of it: read exactly, read without weights, refused (naming the key and the component
@@ -140,12 +141,15 @@ def families(fmt):
     Examples:
       archscope families
       archscope families --format json
+      archscope families --format csv      # one row per model_type
     """
     from archscope.report.pages.families import families_page, families_text
 
     record = coverage_record()
     if fmt == "json":
         _echo_json(record)
+    elif fmt == "csv":
+        _echo_records(record["rows"], fmt)
     elif fmt == "markdown":
         click.echo(families_page(record["rows"], record["transformers"]), nl=False)
     else:

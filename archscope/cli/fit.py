@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import (KV_DTYPES, RANKS, SEQ_LEN, Number, _echo_json, _set_option,
-                                   batch_option, count, dtype_option, format_option,
-                                   weight_format_option)
+from archscope.cli.options import (KV_DTYPES, RANKS, SEQ_LEN, TABLE_FORMATS, Number, _echo_json,
+                                   _echo_records, _set_option, batch_option, count, dtype_option,
+                                   format_option, units_option, weight_format_option)
 from archscope.spec.limits import GPUS_MAX
 
 # The formats the catalog table shows when --weight-format does not pick one.
@@ -46,7 +46,8 @@ def gpu_option(help: str):
 @click.option("--compute-fraction", type=Number(0, 2, min_open=True), default=None,
               help="Achievable fraction of dense peak FLOP/s [default: as above].")
 @_set_option
-@format_option("json", default="text")
+@format_option(*TABLE_FORMATS)
+@units_option
 def fit_cmd(model, gpu, n_gpus, dtype, kv_dtype, context, batch, gpu_memory_utilization,
             tp, ep, bandwidth_fraction, compute_fraction, overrides, fmt):
     """Will MODEL fit on --gpu, with what context, how many concurrent sequences, and how fast
@@ -58,6 +59,9 @@ def fit_cmd(model, gpu, n_gpus, dtype, kv_dtype, context, batch, gpu_memory_util
       archscope fit qwen3-30b-a3b --gpu h100-sxm --weight-format fp8 --batch 32
       archscope fit deepseek-v3 --gpu h200 --n-gpus 8 --weight-format fp8-block --ep 8
       archscope fit gpt-oss-120b                  # which GPUs hold it, in which format
+
+    --format csv: the rows of --format json (one for --gpu, one per GPU and format for the
+    catalog), nested keys dotted; sizes in bytes.
     """
     from archscope.spec import load_spec
 
@@ -73,12 +77,15 @@ def fit_cmd(model, gpu, n_gpus, dtype, kv_dtype, context, batch, gpu_memory_util
                  bandwidth_fraction=bandwidth_fraction, compute_fraction=compute_fraction)
     if fmt == "json":
         _echo_json(result.row())
+    elif fmt == "csv":
+        _echo_records([result.row()], fmt)
     else:
         from archscope.report.terminal.fit import fit_text
 
         from archscope.spec.weight_formats import checkpoint_format
 
-        click.echo(fit_text(result, checkpoint_format(spec)), nl=False)
+        click.echo(fit_text(result, checkpoint_format(spec), markdown=fmt == "markdown"),
+                   nl=False)
 
 
 def _catalog(spec, weight_format, context, fmt) -> None:
@@ -93,10 +100,10 @@ def _catalog(spec, weight_format, context, fmt) -> None:
         dict.fromkeys([own, *CATALOG_FORMATS]))
     context = context or min(DEFAULT_CONTEXT, spec.max_seq_len)
     cells = min_gpus(spec, list(catalog().values()), formats, context)
-    if fmt == "json":
-        _echo_json([{"model": spec.name, "gpu": g, "weight_format": f, "context": context,
-                     "min_gpus": n} for (g, f), n in cells.items()])
+    if fmt in ("json", "csv"):
+        _echo_records([{"model": spec.name, "gpu": g, "weight_format": f, "context": context,
+                        "min_gpus": n} for (g, f), n in cells.items()], fmt)
     else:
         from archscope.report.terminal.fit import catalog_text
 
-        click.echo(catalog_text(spec.name, context, formats, cells), nl=False)
+        click.echo(catalog_text(spec.name, context, formats, cells, fmt == "markdown"), nl=False)

@@ -10,8 +10,9 @@ import click
 from archscope.cli.group import cli
 from archscope.cli.fit import gpu_option
 from archscope.api import compare_rows, labelled_row, load_labelled
-from archscope.cli.options import (_echo_json, _estimate_options, _record, _set_option,
-                                   format_option, seq_len_option)
+from archscope.cli.options import (TABLE_FORMATS, _echo_json, _echo_records,
+                                   _estimate_options, _record, _set_option, format_option,
+                                   seq_len_option, units_option)
 
 
 def _show_counted_by_transformers(model, refusal, fmt) -> None:
@@ -27,13 +28,15 @@ def _show_counted_by_transformers(model, refusal, fmt) -> None:
         raise refusal from None
     caveat = ("counted by transformers' own class on the meta device; archscope does not read "
               "this model, so no cache, FLOPs, state or memory are derived")
-    if fmt == "json":
-        _echo_json({"model": str(model), "model_type": counted.model_type,
-                    "hf_class": counted.hf_class, "params_total": counted.params_total,
-                    "params_embedding": counted.params_embedding,
-                    "params_source": "transformers meta", "refused": str(refusal),
-                    "caveat": caveat})
-        return
+    out = {"model": str(model), "model_type": counted.model_type, "hf_class": counted.hf_class,
+           "params_total": counted.params_total, "params_embedding": counted.params_embedding,
+           "params_source": "transformers meta", "refused": str(refusal), "caveat": caveat}
+    if fmt in ("json", "csv"):
+        return _echo_records([out], fmt) if fmt == "csv" else _echo_json(out)
+    if fmt == "markdown":
+        from archscope.tables import pipe_table
+
+        return click.echo(pipe_table([["key", "value"], *([k, str(v)] for k, v in out.items())]))
     click.echo(f"{model}\n  archscope does not read it: {refusal}\n\n"
                f"  {counted.hf_class}: {counted.params_total:,} parameters "
                f"({counted.params_embedding:,} in the embedding)\n  {caveat}.")
@@ -53,21 +56,36 @@ def _not_read(err) -> bool:
 
 
 @cli.command("list")
-def list_cmd():
-    """List the shipped presets, one line each."""
+@format_option(*TABLE_FORMATS)
+def list_cmd(fmt):
+    """List the shipped presets, one line each (csv and json: exact parameter counts)."""
     from archscope.estimate.params import count_params
     from archscope.report.fmt import human
     from archscope.report.wording import attention
     from archscope.spec import load_spec, preset_names
 
-    names = preset_names()
-    width = max(map(len, names))
-    for name in names:
+    rows = []
+    for name in preset_names():
         spec = load_spec(name)
         p = count_params(spec)
-        active = f" ({human(p.active)} active)" if p.active != p.total else ""
-        click.echo(f"{name:<{width}}  {human(p.total):>6}{active:<16}  {spec.n_layers:>3} layers, "
-                   f"d_model {spec.d_model}, {attention(spec.attention)}")
+        rows.append({"model": name, "params_total": p.total, "params_active": p.active,
+                     "n_layers": spec.n_layers, "d_model": spec.d_model,
+                     "attention": attention(spec.attention)})
+    if fmt in ("json", "csv"):
+        return _echo_records(rows, fmt)
+    if fmt == "markdown":
+        from archscope.tables import pipe_table
+
+        cells = [["model", "params", "active", "layers", "d_model", "attention"]]
+        cells += [[r["model"], human(r["params_total"]), human(r["params_active"]),
+                   str(r["n_layers"]), str(r["d_model"]), r["attention"]] for r in rows]
+        return click.echo(pipe_table(cells))
+    width = max(len(r["model"]) for r in rows)
+    for r in rows:
+        total, active = r["params_total"], r["params_active"]
+        active = f" ({human(active)} active)" if active != total else ""
+        click.echo(f"{r['model']:<{width}}  {human(total):>6}{active:<16}  {r['n_layers']:>3} "
+                   f"layers, d_model {r['d_model']}, {r['attention']}")
 
 
 @cli.command()
@@ -77,10 +95,15 @@ def list_cmd():
               help="Also build the model on the meta device, count its parameters and check "
                    "the module tables against it; exit 1 on any mismatch.")
 @_estimate_options
-@format_option("json", default="text")
+@format_option(*TABLE_FORMATS)
+@units_option
 def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
          fmt):
     """One model: its spec, per-layer structure, parameters, cache, FLOPs and memory.
+
+    --format markdown: each table under a heading. --format csv: one row per context length
+    the text view tabulates (2,048 up to the model's context, and --seq-len), with the keys of
+    `compare --format json`'s row: sizes in bytes, counts exact.
 
     \b
     Examples:
@@ -118,11 +141,15 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
         if counted is not None:
             out["params_counted"] = counted
         _echo_json(out)
+    elif fmt == "csv":
+        rows = [labelled_row(record.row(n), overrides) for n in lengths]
+        _echo_records([{**r, "params_counted": counted} if verify else r for r in rows], fmt)
     else:
         from archscope.estimate.structure import layer_module_rows
         from archscope.report.terminal.show import show_text
 
-        click.echo(show_text(spec, record, layer_module_rows(spec), details, counted), nl=False)
+        click.echo(show_text(spec, record, layer_module_rows(spec), details, counted,
+                             markdown=fmt == "markdown"), nl=False)
     if counted is not None and counted != params.total:
         click.echo(f"error: analytic parameter count {params.total:,} differs from the built "
                    f"module's {counted:,}", err=True)
@@ -190,7 +217,8 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
 @click.argument("b", metavar="B")
 @_set_option
 @seq_len_option
-@format_option("markdown", "json", default="text")
+@format_option(*TABLE_FORMATS)
+@units_option
 def diff(a, b, overrides, seq_len, fmt):
     """Two models side by side: only what differs in their specs (dotted keys; the per-layer
     plans summarised), and what each difference costs applied alone to A (parameters, cache
@@ -203,6 +231,8 @@ def diff(a, b, overrides, seq_len, fmt):
       archscope diff llama-3.2-1b llama-3.2-3b
       archscope diff llama-3.2-1b llama-3.2-1b:attention.n_kv_heads=32 --seq-len 32768
       archscope diff mistral-7b-v0.1 path/to/config.json --format json
+
+    --format csv: one row per differing key and the total, with the json keys (bytes).
     """
     from archscope.api import diff as spec_diff
     from archscope.estimate.diff import diff_dict
@@ -211,6 +241,7 @@ def diff(a, b, overrides, seq_len, fmt):
     if fmt == "json":
         _echo_json(diff_dict(d))
     else:
-        from archscope.report.terminal.diff import diff_markdown, diff_text
+        from archscope.report.terminal.diff import diff_csv, diff_markdown, diff_text
 
-        click.echo((diff_markdown if fmt == "markdown" else diff_text)(d), nl=False)
+        render = {"markdown": diff_markdown, "csv": diff_csv}.get(fmt, diff_text)
+        click.echo(render(d), nl=False)

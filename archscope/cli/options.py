@@ -92,6 +92,19 @@ def _echo_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2))
 
 
+def _echo_records(records: list[dict], fmt: str) -> None:
+    """json: the records as they are; csv: one row each, nested keys dotted (tables.flat)."""
+    if fmt == "json":
+        return _echo_json(records)
+    from archscope.tables import records_csv
+
+    click.echo(records_csv(records), nl=False)
+
+
+# --format of every command that prints a table (README: "Output formats")
+TABLE_FORMATS = ("json", "markdown", "csv")
+
+
 def format_option(*machine: str, default: str = "text"):
     """--format: `text` and `table` are the same view for people (the callback gives "text");
     `machine` lists the machine-readable formats this command has (json, markdown, csv)."""
@@ -112,8 +125,10 @@ def units_option(f):
         set_byte_units(value)
         return value
 
+    # the metavar spells the units as people write them (click lowercases a case-blind choice)
     return click.option("--units", type=Choice(["GB", "GiB"], case_sensitive=False),
-                        default="GB", show_default=True, expose_value=False, callback=use,
+                        metavar="[GB|GiB]", default="GB", show_default=True,
+                        expose_value=False, callback=use,
                         is_eager=True,
                         help="Byte units for people: GB (10^9 bytes) or GiB (2^30); JSON "
                              "keeps bytes.")(f)

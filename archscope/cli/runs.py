@@ -9,10 +9,10 @@ import click
 
 from archscope.cli.group import cli
 from archscope.cli.sharded import profile_sharded, split_options
-from archscope.cli.options import (RUN_DTYPES, SEQ_LEN, Choice, Number, _echo_json,
-                                   _set_option, batch_option, count, device_option,
-                                   dtype_option, format_option, mla_flops_option,
-                                   new_tokens_option, seed_option, weights_option)
+from archscope.cli.options import (RUN_DTYPES, SEQ_LEN, TABLE_FORMATS, Choice, Number,
+                                   _echo_json, _echo_records, _set_option, batch_option, count,
+                                   device_option, dtype_option, format_option, mla_flops_option,
+                                   new_tokens_option, seed_option, units_option, weights_option)
 from archscope.errors import shorten
 from archscope.spec import limits
 
@@ -78,7 +78,7 @@ def _run_dtype(dtype, device: str, weight_format) -> str:
                    "costs the packed weights' bytes once more, checked before packing).")
 @click.option("--breakdown/--no-breakdown", default=None,
               help="Per-module and per-operator time of a decode step (torch.profiler) "
-                   "[default: on for text (table), off for json].")
+                   "[default: on for text (table) and markdown, off for json and csv].")
 @mla_flops_option(("absorbed", "recompute"),
                   "How MLA layers decode: absorbed (attention on the cached latent) or "
                   "recompute (re-expand every cached latent, as transformers does); the "
@@ -93,7 +93,8 @@ def _run_dtype(dtype, device: str, weight_format) -> str:
                                            "before the run).")
 @click.option("--save-dir", type=click.Path(), default="reports/data", show_default=True)
 @split_options
-@format_option("json", default="table")
+@format_option(*TABLE_FORMATS, default="table")
+@units_option
 def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, overrides,
             mla_flops, compare_hf, hf_cache, repeats, warmup, compile_, pack_weights, breakdown,
             hardware, seed, weight_format, save, save_dir, tp, ep, fmt):
@@ -111,7 +112,8 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
 
     With --tp/--ep the model runs split over that many processes (torch.distributed: gloo on
     cpu, NCCL on cuda), each rank's figures beside the analytic plan's; with --weights each
-    rank reads only its own slices of the safetensors files.
+    rank reads only its own slices of the safetensors files. --format csv: the json record as
+    one row, nested keys dotted (with --tp/--ep: one row per rank); sizes in bytes.
     """
     from archscope.spec import load_spec
     from archscope.writes import check_destination, write_file_atomic
@@ -136,7 +138,8 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
         device=device, dtype=_run_dtype(dtype, device, weight_format),
         batch=batch, prompt_len=prompt_len, new_tokens=new_tokens, repeats=repeats,
         warmup=warmup, compare_hf=compare_hf, hf_cache=hf_cache, compile=compile_,
-        breakdown=(fmt == "text") if breakdown is None else breakdown, hardware=hardware,
+        breakdown=fmt in ("text", "markdown") if breakdown is None else breakdown,
+        hardware=hardware,
         seed=seed, weights=weights_dir, overrides=tuple(overrides), mla_flops=mla_flops,
         weight_format=weight_format, pack_weights=pack_weights)
     if weights_dir:  # every check that reads no tensor data, before kernels are timed
@@ -147,12 +150,12 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
               leave=False, disable=None) as bar:
         record = run_profile(spec, options, progress=lambda label: (bar.set_postfix_str(label),
                                                                     bar.update()))
-    if fmt == "json":
-        _echo_json(record)
+    if fmt in ("json", "csv"):  # csv: the record as one row (tables.flat)
+        _echo_records([record], fmt) if fmt == "csv" else _echo_json(record)
     else:
         from archscope.report.terminal.profile import profile_text
 
-        click.echo(profile_text(record), nl=False)
+        click.echo(profile_text(record, markdown=fmt == "markdown"), nl=False)
     if save:
         from archscope.report.pages.profiles import profile_file_name
 

@@ -8,7 +8,8 @@ import os
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import RANKS, _echo_json, _set_option, format_option
+from archscope.cli.options import (RANKS, TABLE_FORMATS, _echo_json, _echo_records,
+                                   _set_option, format_option)
 from archscope.spec.limits import CPU_RANKS_PER_CPU
 
 SPLIT_HELP = {"tp": "Tensor-parallel ranks (one process each) [default: 1].",
@@ -25,7 +26,7 @@ def split_options(f):
 @click.argument("model")
 @split_options
 @_set_option
-@format_option("json")
+@format_option(*TABLE_FORMATS)
 def plan(model, tp, ep, overrides, fmt):
     """Build every rank's shards on the meta device under a fake process group (one process,
     nothing allocated or sent) and check each rank's parameters and one decode step's
@@ -37,6 +38,9 @@ def plan(model, tp, ep, overrides, fmt):
     Examples:
       archscope plan deepseek-v3 --tp 8 --ep 8
       archscope plan llama-3.1-8b --tp 8 --format json
+      archscope plan llama-3.1-8b --tp 8 --format csv    # one row per rank
+
+    Figures are exact: parameter counts and bytes (json, csv, and the tables for people).
     """
     from archscope.distributed.support import check_plan_size, check_supported
     from archscope.spec import load_spec
@@ -50,8 +54,10 @@ def plan(model, tp, ep, overrides, fmt):
     record["overrides"] = list(overrides)
     if fmt == "json":
         _echo_json(record)
+    elif fmt == "csv":
+        _echo_records(record["ranks"], fmt)
     else:
-        click.echo(_ranks_text(record, ("params", "collective_bytes_per_step")), nl=False)
+        click.echo(_ranks_text(record, ("params", "collective_bytes_per_step"), fmt), nl=False)
         click.echo(f"{'agrees' if record['agrees'] else 'DISAGREES'} with the plan on every "
                    f"rank ({record['seconds']:.1f} s)")
     if not record["agrees"]:
@@ -95,12 +101,16 @@ def profile_sharded(spec, *, tp, ep, device, dtype, batch, prompt_len, new_token
     record = _record(spec, overrides, job, weights, ranks)
     if fmt == "json":
         _echo_json(record)
+    elif fmt == "csv":
+        _echo_records(ranks, fmt)
     else:
+        from archscope.units import size
+
         click.echo(_ranks_text(record, ("weights_bytes", "kv_cache_bytes",
-                                        "collective_bytes_per_step")), nl=False)
+                                        "collective_bytes_per_step"), fmt), nl=False)
         click.echo(f"prefill {record['prefill_ms']:.1f} ms (slowest rank), decode "
                    f"{record['decode_tokens_per_s']} tokens/s; peak memory per rank "
-                   f"{max(r['peak_memory_bytes'] or 0 for r in ranks) / 2**20:,.0f} MiB")
+                   f"{size(max(r['peak_memory_bytes'] or 0 for r in ranks), 'M')}")
         if weights:
             click.echo("checkpoint bytes read per rank: " + ", ".join(
                 f"{r['checkpoint_bytes_read']:,}" for r in ranks))
@@ -123,8 +133,16 @@ def _record(spec, overrides, job, weights, ranks) -> dict:
             "agrees": agree, "ranks": ranks}
 
 
-def _ranks_text(record: dict, keys: tuple[str, ...]) -> str:
+def _ranks_text(record: dict, keys: tuple[str, ...], fmt: str = "text") -> str:
+    """Each rank's figures, measured beside planned: aligned text or a markdown pipe table."""
     head = f"{record['model']}: --tp {record['tp']} --ep {record['ep']}\n"
+    if fmt == "markdown":
+        from archscope.tables import pipe_table
+
+        cells = [["rank", "figure", "measured", "planned"]]
+        cells += [[str(r["rank"]), k, f"{r[k]:,}", f"{r[k + '_planned']:,}"]
+                  for r in record["ranks"] for k in keys]
+        return f"{head}\n{pipe_table(cells)}\n\n"
     width = max(len(k) for k in keys)
     lines = [f"{'rank':>4}  {'figure':<{width}}  {'measured':>16}  {'planned':>16}"]
     for r in record["ranks"]:

@@ -38,7 +38,10 @@ LIGHT = [["list"], ["show", "llama-3.2-1b"], ["compare", "llama-3.2-1b", "qwen3-
          ["compare", "llama-3.2-1b", "--gpu", "h100-sxm"],
          ["fit", "llama-3.1-8b", "--gpu", "h100-sxm"],
          ["sweep", "llama-3.2-1b", "--grid", "n_layers=8,16"],
-         ["diff", "llama-3.2-1b", "llama-3.2-3b"], ["hardware"], ["check-claims", "DOC"]]
+         ["diff", "llama-3.2-1b", "llama-3.2-3b"], ["hardware"], ["check-claims", "DOC"],
+         ["show", "llama-3.2-1b", "--format", "markdown", "--units", "GiB"],
+         ["show", "llama-3.2-1b", "--format", "csv"], ["fit", "llama-3.1-8b", "--format", "csv"],
+         ["list", "--format", "markdown"], ["diff", "llama-3.2-1b", "gpt2", "--format", "csv"]]
 FULL = [["show", "llama-3.2-1b", "--verify"], ["plan", "llama-3.2-1b", "--tp", "2"],
         ["families"]]
 

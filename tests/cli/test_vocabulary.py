@@ -69,7 +69,7 @@ def _table() -> dict[str, dict]:
 def test_the_readme_table_lists_the_shared_options():
     assert set(_table()) == {"--set", "--dtype", "--format", "--batch", "--seq-len",
                              "--new-tokens", "--device", "--weights", "--kv-dtype",
-                             "--attention-flops", "--mla-flops", "--weight-format"}
+                             "--attention-flops", "--mla-flops", "--weight-format", "--units"}
 
 
 @pytest.mark.parametrize("option", sorted(_table()))

@@ -60,8 +60,9 @@ def test_format_text_and_table_are_one_view(run_cli_fd, spec_file):
     code, _, err = run_cli_fd("profile", spec_file, *RUN, "--format", "text",
                            "--no-breakdown")
     assert code == 0, err
-    code, _, err = run_cli_fd("profile", spec_file, *RUN, "--format", "csv")
-    assert code == 2 and "'csv'" in err and "text" in err and "table" in err
+    # a format profile lacks (it has text, json, markdown and csv: issue 36) names its choices
+    code, _, err = run_cli_fd("profile", spec_file, *RUN, "--format", "yaml")
+    assert code == 2 and "'yaml'" in err and "text" in err and "table" in err
 
 
 @pytest.mark.slow

@@ -1,12 +1,14 @@
-"""`archscope diff` as text or markdown: the differing keys with what each costs alone on A,
-then the per-layer plans where they differ, then the totals A -> B. Pure: strings out."""
+"""`archscope diff` as text, markdown or CSV: the differing keys with what each costs alone on
+A, then the per-layer plans where they differ, then the totals A -> B. Pure: strings out.
+Cache sizes in the --units byte family (archscope/units.py); CSV in bytes."""
 
 from __future__ import annotations
 
 import json
 
-from archscope.estimate.diff import Costs, SpecDiff
-from archscope.units import human, text_table
+from archscope.estimate.diff import Costs, SpecDiff, diff_dict
+from archscope.tables import records_csv
+from archscope.units import human, size, text_table, units_note
 
 HEAD = ["key", "A", "B", "params alone", "cache alone", "decode FLOPs alone"]
 
@@ -18,14 +20,14 @@ def _value(v) -> str:
     return text if len(text) <= 48 else text[:45] + "..."
 
 
-def _signed(n: int, unit: str = "") -> str:
-    return "0" if n == 0 else f"{'+' if n > 0 else '-'}{human(abs(n))}{unit}"
+def _signed(n: int, text=human) -> str:
+    return "0" if n == 0 else f"{'+' if n > 0 else '-'}{text(abs(n))}"
 
 
 def _costs(c: Costs | None) -> list[str]:
     if c is None:
         return ["n/a", "n/a", "n/a"]
-    return [_signed(c.params), _signed(c.cache_bytes, "B"), _signed(c.decode_flops)]
+    return [_signed(c.params), _signed(c.cache_bytes, size), _signed(c.decode_flops)]
 
 
 def _rows(d: SpecDiff) -> list[list[str]]:
@@ -36,15 +38,15 @@ def _rows(d: SpecDiff) -> list[list[str]]:
 
 def _totals(d: SpecDiff) -> list[list[str]]:
     return [["", "params", "cache", "decode FLOPs"],
-            ["A", human(d.costs_a.params), human(d.costs_a.cache_bytes) + "B",
+            ["A", human(d.costs_a.params), size(d.costs_a.cache_bytes),
              human(d.costs_a.decode_flops)],
-            ["B", human(d.costs_b.params), human(d.costs_b.cache_bytes) + "B",
+            ["B", human(d.costs_b.params), size(d.costs_b.cache_bytes),
              human(d.costs_b.decode_flops)]]
 
 
 FOOT = ("'alone': A with that one key set to B's value, minus A (n/a: not a valid spec on its "
         "own); cache = KV + state, one sequence at seq_len {n}, bf16; decode FLOPs at seq_len "
-        "{n}. The parts need not add up to the total: changes interact.")
+        "{n}. The parts need not add up to the total: changes interact. {units}.")
 
 
 def diff_text(d: SpecDiff) -> str:
@@ -57,7 +59,7 @@ def diff_text(d: SpecDiff) -> str:
         out += ["", "layers (A):", *(f"  {p}" for p in d.plan_a), "layers (B):",
                 *(f"  {p}" for p in d.plan_b)]
     out += ["", *text_table(_totals(d), right={1, 2, 3}, indent=""), ""]
-    out += notes + [FOOT.format(n=f"{d.seq_len:,}"), ""]
+    out += notes + [FOOT.format(n=f"{d.seq_len:,}", units=units_note()), ""]
     return "\n".join(out)
 
 
@@ -79,4 +81,19 @@ def diff_markdown(d: SpecDiff) -> str:
             if a or b]) + [""]
     out += _md(_totals(d)) + [""]
     out += [f"- `{x.key}`: {x.note}" for x in d.differences if x.note]
-    return "\n".join(out + ["", FOOT.format(n=f"{d.seq_len:,}"), ""])
+    return "\n".join(out + ["", FOOT.format(n=f"{d.seq_len:,}", units=units_note()), ""])
+
+
+def diff_csv(d: SpecDiff) -> str:
+    """The text view's main table, one row per differing key then the total A -> B, with the
+    keys of --format json (`alone.cache_bytes`: bytes); a value that is a list or an object is
+    its JSON text."""
+    record = diff_dict(d)
+    rows = [{**x, "a": _cell(x["a"]), "b": _cell(x["b"]),  # n/a: empty cells
+             "alone": x["alone"] or dict.fromkeys(("params", "cache_bytes", "decode_flops"))}
+            for x in record["differences"]]
+    return records_csv(rows + [{"key": "total A -> B", "alone": record["costs"]["total"]}])
+
+
+def _cell(value):
+    return json.dumps(value) if isinstance(value, (dict, list)) else value

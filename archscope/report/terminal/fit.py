@@ -1,12 +1,24 @@
-"""`archscope fit`: one setup's answer, or the catalog's "which GPUs, how many", as text."""
+"""`archscope fit`: one setup's answer, or the catalog's "which GPUs, how many", as text or
+markdown (the same cells: a pipe table, the notes as a list). Sizes in the byte family of
+--units (archscope/units.py)."""
 
 from __future__ import annotations
 
 from archscope.report.fmt import commas, text_table
+from archscope.tables import pipe_table
+from archscope.units import size, units_note
 
 
 def _gb(nbytes: float) -> str:
-    return f"{nbytes / 1e9:,.2f} GB"
+    return size(nbytes, "G")
+
+
+def _lines(titles: list[str], rows: list[list[str]], notes: list[str], markdown: bool,
+           right=frozenset(), text_titles: bool = True) -> list[str]:
+    """A table and the notes under it; the text view of a key-value table has no title row."""
+    if markdown:
+        return ["", pipe_table([titles, *rows]), "", *(f"- {n.strip()}" for n in notes)]
+    return [*text_table([titles, *rows] if text_titles else rows, right), "", *notes]
 
 
 def _ms(seconds: float) -> str:
@@ -41,7 +53,7 @@ def _instead(f) -> list[list[str]]:
              if a.weight_format else "no smaller common format on these GPUs"]]
 
 
-def fit_text(f, checkpoint: str | None = None) -> str:
+def fit_text(f, checkpoint: str | None = None, markdown: bool = False) -> str:
     """A FitResult (estimate/fit.py) for people; `checkpoint`: the model's checkpoint format,
     named when it is the one priced. A setup that cannot load shows what would, and no speed."""
     s, sp = f.setup, f.split
@@ -80,22 +92,25 @@ def fit_text(f, checkpoint: str | None = None) -> str:
     ] if f.fits else ["This setup cannot load: no speed is estimated for it."]
     notes += [
         "Cache paged in 16-token blocks; the reserve (1 - utilisation) holds activations and "
-        "workspace; GB = 10^9 bytes.",
+        f"workspace; {units_note()}.",
     ]
     if sp.replicated:
         notes.append(f"Replicated on every GPU: {', '.join(sp.replicated)}"
                      + ("; MLA's latent cache is not split by heads: every GPU holds all of it."
                         if any(h is None for h in sp.kv_heads_per_gpu) and s.tp > 1 else "."))
-    return "\n".join([_setup(f, checkpoint), *text_table(rows), "", *notes]) + "\n"
+    return "\n".join([_setup(f, checkpoint), *_lines(["quantity", "value"], rows, notes,
+                                                    markdown, text_titles=False)]) + "\n"
 
 
-def catalog_text(model: str, context: int, formats: list[str], cells: dict) -> str:
+def catalog_text(model: str, context: int, formats: list[str], cells: dict,
+                 markdown: bool = False) -> str:
     """cells[(gpu, format)] -> the fewest GPUs that hold the model, or None."""
     gpus = list(dict.fromkeys(g for g, _ in cells))
     head = ["gpu", *formats]
-    rows = [head] + [[g, *(f"{cells[(g, fmt)]}x" if cells[(g, fmt)] else "-" for fmt in formats)]
+    rows = [[g, *(f"{cells[(g, fmt)]}x" if cells[(g, fmt)] else "-" for fmt in formats)]
                      for g in gpus]
-    return (f"{model}: GPUs needed (tensor-parallel over 1, 2, 4 or 8) for the weights and one "
-            f"sequence of {commas(context)} tokens, at 0.9 of memory\n"
-            + "\n".join(text_table(rows, right=set(range(1, len(head))))) + "\n"
-            + "  - = more than 8, or no split of 2, 4 or 8 divides the model.\n")
+    title = (f"{model}: GPUs needed (tensor-parallel over 1, 2, 4 or 8) for the weights and one "
+             f"sequence of {commas(context)} tokens, at 0.9 of memory")
+    notes = ["  \"-\": more than 8, or no split of 2, 4 or 8 divides the model."]
+    return "\n".join([title, *_lines(head, rows, notes, markdown,
+                                               set(range(1, len(head))))]) + "\n"

@@ -1,10 +1,21 @@
-"""`archscope profile` as text: measured beside predicted (and transformers), memory, breakdown."""
+"""`archscope profile` as text or markdown (the same tables, piped): measured beside predicted
+(and transformers), memory, breakdown. Sizes and bandwidths in the --units byte family."""
 
 from __future__ import annotations
 
 from tabulate import tabulate
 
-from archscope.report.fmt import commas, mb
+from archscope.report.fmt import commas
+from archscope.units import byte_unit, in_unit, size, units_note
+
+
+def mb(nbytes: float) -> str:
+    return size(nbytes, "M")
+
+
+def _per_s(nbytes_per_s: float, digits: int) -> str:
+    """A bandwidth: '3,350.0 GB/s' (or GiB/s)."""
+    return f"{in_unit(nbytes_per_s, 'G', digits)} {byte_unit('G')}/s"
 
 
 def model_label(r: dict) -> str:
@@ -75,24 +86,26 @@ def _memory_rows(r: dict) -> list[list[str]]:
              mb(r["estimated_memory_bytes"])]]
 
 
-def _breakdown_lines(b: dict) -> list[str]:
+def _breakdown_lines(b: dict, tablefmt: str, gap: list[str]) -> list[str]:
     unit = "device" if b["time"] == "cuda" else "host"
     lines = ["", f"Where a decode step goes ({b['step']}; {unit} time, "
-                 f"{b['step_ms']:.3f} ms per step inside operators)"]
+                 f"{b['step_ms']:.3f} ms per step inside operators)", *gap]
     mods = [[m["name"], m["calls_per_step"], f"{m['ms_per_step']:.3f}", m["percent"]]
             for m in b["modules"]]
     lines += tabulate(mods, ["module (inclusive)", "calls/step", "ms/step", "%"],
-                      tablefmt="simple", floatfmt="g").splitlines()
+                      tablefmt=tablefmt, floatfmt="g").splitlines()
     lines.append("")
     ops = [[o["name"], o["calls_per_step"], f"{o['ms_per_step']:.3f}", o["percent"]]
            for o in b["ops"]]
     lines += tabulate(ops, ["operator (self)", "calls/step", "ms/step", "%"],
-                      tablefmt="simple", floatfmt="g").splitlines()
+                      tablefmt=tablefmt, floatfmt="g").splitlines()
     return lines
 
 
-def profile_text(r: dict) -> str:
-    """The record of archscope.measure.profile.profile, for people."""
+def profile_text(r: dict, markdown: bool = False) -> str:
+    """The record of archscope.measure.profile.profile, for people: aligned tables, or (markdown)
+    pipe tables set off by blank lines."""
+    tablefmt, gap = ("pipe", [""]) if markdown else ("simple", [])
     where = r.get("gpu_name") or f"{r['cpu']}, {r['threads']} threads"
     lines = [f"{model_label(r)} on {r['device']} ({where}), {r['dtype']}, weights {r['weights']}",
              f"  batch {r['batch']}, prompt {r['prompt_len']}, {r['new_tokens']} new tokens; "
@@ -101,19 +114,19 @@ def profile_text(r: dict) -> str:
     head = ["", "measured", "spread (min .. max)", "roofline"]
     if "max_abs_logit_diff" in r:
         head += ["transformers", "archscope/transformers per pair (speed)"]
-    lines += tabulate(_timing_rows(r), head, tablefmt="simple",
+    lines += tabulate(_timing_rows(r), head, tablefmt=tablefmt,
                       disable_numparse=True).splitlines()
     lines += _error_lines(r)
-    lines += [f"roofline: {r['hardware']} ({r['hardware_source']}): "
+    lines += [*gap, f"roofline: {r['hardware']} ({r['hardware_source']}): "
               f"{r['hardware_peak_flops'] / 1e12:,.2f} TFLOP/s {r['dtype']}, "
-              f"{r['hardware_bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s; prefill "
+              f"{_per_s(r['hardware_bandwidth_bytes_per_s'], 1)}; prefill "
               f"{r['predicted_prefill_bound']}-bound, decode {r['predicted_decode_bound']}-bound"]
     if r["fraction_of_bandwidth_limit"] is not None:
         lines += ["", f"Decode moves {mb(r['decode_bytes_per_step'])} per step (weights + "
-                      f"cache): achieved {r['decode_achieved_bandwidth_bytes_per_s'] / 1e9:,.2f} "
-                      f"GB/s, {100 * r['fraction_of_bandwidth_limit']:.1f}% of the "
+                      f"cache): achieved {_per_s(r['decode_achieved_bandwidth_bytes_per_s'], 2)}, "
+                      f"{100 * r['fraction_of_bandwidth_limit']:.1f}% of the "
                       f"{_rate(r['bandwidth_limit_tokens_per_s'])} tokens/s that this machine's "
-                      f"measured {r['measured_bandwidth_bytes_per_s'] / 1e9:,.1f} GB/s allows"
+                      f"measured {_per_s(r['measured_bandwidth_bytes_per_s'], 1)} allows"
                       f"{_cached(r)}."]
     if "max_abs_logit_diff" in r:
         speedup = r["decode_speedup_vs_hf"]
@@ -125,10 +138,11 @@ def profile_text(r: dict) -> str:
     if "compiled_tokens_match_eager" in r:
         lines.append(f"eager step: {_measured(r['eager_decode_tokens_per_s'])} tokens/s; same "
                      f"tokens as compiled: {'yes' if r['compiled_tokens_match_eager'] else 'no'}")
-    lines += ["", "Memory"]
-    lines += tabulate(_memory_rows(r), ["", "measured", "estimated"], tablefmt="simple",
+    lines += ["", "Memory", *gap]
+    lines += tabulate(_memory_rows(r), ["", "measured", "estimated"], tablefmt=tablefmt,
                       disable_numparse=True).splitlines()
-    lines.append(f"  peak: {r['peak_memory_method']} ({commas(r['peak_memory_bytes'] or 0)} B)")
+    lines += [*gap, f"  peak: {r['peak_memory_method']} "
+                    f"({commas(r['peak_memory_bytes'] or 0)} B); {units_note()}"]
     if "breakdown" in r:
-        lines += _breakdown_lines(r["breakdown"])
+        lines += _breakdown_lines(r["breakdown"], tablefmt, gap)
     return "\n".join(lines) + "\n"
