@@ -10,6 +10,9 @@ Per-layer kinds may differ (DeepSeek's dense first layer), so every layer is cou
   shared experts and the router); everything else, embeddings and head included, counts whole.
 - embedding: the lookup tables (token embedding + learned positions). They cost memory but no
   matmul FLOPs; an untied lm_head is not in it (it is `breakdown["lm_head"]`).
+- active under the vendors' other conventions: `active_without_input_embedding` (OpenAI's and
+  DeepSeek's: the unembedding counts, the embedding not) and
+  `active_without_embeddings_or_head` (GLM's); `active` itself counts both.
 - mtp: the multi-token-prediction modules a checkpoint ships (spec.mtp_layers; structure.
   mtp_parts), apart: neither transformers' model nor archscope's runs them, so they are in no
   other figure (total, active, breakdown, weights), though the checkpoint's files hold them.
@@ -56,6 +59,19 @@ class ParamCount:
     @property
     def non_embedding(self) -> int:
         return self.total - self.embedding
+
+    @property
+    def active_without_input_embedding(self) -> int:
+        """Active parameters less the input lookup tables (token embedding, learned positions),
+        the unembedding kept: a tied table still multiplies as the head. How OpenAI (gpt-oss)
+        and DeepSeek state active parameters."""
+        return self.active - self.embedding + self.tied_head
+
+    @property
+    def active_without_embeddings_or_head(self) -> int:
+        """Active parameters less every vocabulary-sized matrix: the lookup tables and the
+        head, tied or not. How GLM-4.5 states them."""
+        return self.active - self.embedding - self.breakdown.get("lm_head", 0)
 
     @property
     def groups(self) -> dict[str, int]:

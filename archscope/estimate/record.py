@@ -148,6 +148,10 @@ class ModelRecord:
             "seq_len": c.seq_len, "batch": v.batch, "dtype": v.weight_format,
             "kv_dtype": v.cache_dtype,
             "params_total": self.params.total, "params_active": self.params.active,
+            "params_active_without_input_embedding":
+                self.params.active_without_input_embedding,
+            "params_active_without_embeddings_or_head":
+                self.params.active_without_embeddings_or_head,
             "params_embedding": self.params.embedding, "params_mtp": self.params.mtp,
             "kv_cache_bytes": c.cache.bytes, "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
             "state_bytes": c.state_bytes, "cache_bytes": c.cache_bytes,
