@@ -30,8 +30,8 @@ def _columns_option(f):
         "--columns", metavar="NAME,...", callback=split,
         help=f"Columns of the table, markdown and CSV (never JSON), the model first: a comma "
              f"list of {_names(compare_view.COLUMNS)}; with --gpu also "
-             f"{_names(compare_fit_view.FIT_COLUMNS)}; or all. [default: the table a view "
-             f"that fits 120 columns, markdown and CSV all]")(f)
+             f"{_names(compare_fit_view.FIT_COLUMNS)}; or all.  [default: the table, a view "
+             f"that fits 120 columns; markdown and CSV, all]")(f)
 
 
 def _check_columns(names, gpu) -> None:

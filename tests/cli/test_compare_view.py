@@ -127,6 +127,9 @@ def test_markdown_and_csv_hold_every_column_unless_asked(run_cli):
     csv_all = run_cli("compare", *args, "--format", "csv")[1]
     assert csv_all.splitlines()[0].split(",") == list(records[0])
     assert run_cli("compare", *args, "--format", "csv", "--columns", "all")[1] == csv_all
+    assert run_cli("compare", *args, "--format", "csv", "--columns", "kv,all")[1] == csv_all
+    text = run_cli("compare", *args, "--columns", "all")[1]
+    assert run_cli("compare", *args, "--columns", "all,kv")[1] == text
 
 
 @pytest.mark.parametrize("args, words", [

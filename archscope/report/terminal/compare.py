@@ -84,8 +84,8 @@ DEFAULT = ("model", "params", "active", "attention", "kv", "state", "flops", "we
 def choose(columns: Sequence[Column], records: list[dict], names: Sequence[str] | None,
            default: Sequence[str]) -> list[Column]:
     """The columns to show: `names` as given (the model first, always), or `default` (None),
-    or every column (('all',)); an optional column only where some record has a value."""
-    if names is None or tuple(names) == ("all",):
+    or every column ('all' among them); an optional column only where some record has one."""
+    if names is None or "all" in names:
         wanted = default if names is None else [c.name for c in columns]
         return [c for c in columns if c.name in wanted and not (
             c.optional and not any(c.value(r) for r in records))]
@@ -153,7 +153,7 @@ def view(records: list[dict], fmt: str, names: Sequence[str] | None, columns: Se
     """fmt: table | markdown | csv; names: --columns (None: the text view's `default`,
     markdown's and CSV's every column); csv_rows: the records as CSV writes them."""
     if fmt == "csv":
-        everything = names is None or tuple(names) == ("all",)
+        everything = names is None or "all" in names
         return csv_view(None if everything else choose(columns, records, names, default),
                         csv_rows)
     if fmt == "table":
