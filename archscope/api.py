@@ -52,6 +52,19 @@ def model_label(name: str, overrides) -> str:
     return f"{name}:{','.join(overrides)}" if overrides else name
 
 
+def distinct_labels(labels: Sequence[str], args: Sequence[str],
+                    applied: Sequence[Sequence[str]]) -> list[str]:
+    """The labels, where models that would share one (two config.json files naming one
+    `_name_or_path`, a YAML spec named as a preset) are labelled by their MODEL argument as
+    given instead (its path), with their what-ifs; the same argument twice stays one label."""
+    sources: dict[str, set] = {}
+    for label, arg in zip(labels, args):
+        sources.setdefault(label, set()).add(arg)
+    return [model_label(split_model_overrides(arg)[0], what_ifs)
+            if len(sources[label]) > 1 else label
+            for label, arg, what_ifs in zip(labels, args, applied)]
+
+
 def labelled_row(row: dict, overrides) -> dict:
     """A record's row (compare's element, show's `record`) named by its label; with what-ifs,
     also `overrides`, the key=value strings applied in order (absent for a model as shipped,
@@ -109,12 +122,17 @@ def compare_rows(models: Iterable[str] | None = None, seq_len: int = 4096, *, ba
     from archscope.spec import preset_names
 
     specs, rows = [], []
-    for arg in (preset_names() if models is None else models):
+    args = preset_names() if models is None else list(models)
+    for arg in args:
         spec, applied = load_labelled(arg, overrides)
         specs.append(spec)
         rows.append(labelled_row(record(spec, seq_len, batch=batch, dtype=dtype,
                                         kv_dtype=kv_dtype, attention_flops=attention_flops,
                                         mla_flops=mla_flops).row(), applied))
+    labels = distinct_labels([r["model"] for r in rows], args,
+                             [r.get("overrides", ()) for r in rows])
+    for row, label in zip(rows, labels):
+        row["model"] = label
     if gpu:  # every fit computed before anything is returned
         from archscope.hardware import get_hardware
 
@@ -159,5 +177,6 @@ def diff(a: str, b: str, seq_len: int = 4096, *, overrides: Sequence[str] = ()) 
     """`archscope diff A B`: what differs in the two specs and what each difference costs;
     `archscope.estimate.diff.diff_dict(d)` is its JSON."""
     (spec_a, set_a), (spec_b, set_b) = load_labelled(a, overrides), load_labelled(b, overrides)
-    return spec_diff(spec_a, spec_b, seq_len, model_label(spec_a.name, set_a),
-                     model_label(spec_b.name, set_b))
+    labels = distinct_labels([model_label(spec_a.name, set_a), model_label(spec_b.name, set_b)],
+                             [a, b], [set_a, set_b])
+    return spec_diff(spec_a, spec_b, seq_len, *labels)

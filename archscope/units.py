@@ -78,20 +78,28 @@ def byte_unit(scale: str) -> str:
     return _STEPS[byte_units()][1][_SCALES[scale]]
 
 
+def unit_bytes(scale: str) -> int:
+    """Bytes in the unit at `scale` in the family in use: 'G' -> 10^9 or 2^30."""
+    return _STEPS[byte_units()][0] ** _SCALES[scale]
+
+
+def scale_of(nbytes: float) -> str:
+    """The scale of the largest unit that keeps nbytes >= 1 of it: '' (bytes), 'k', ... 'T'."""
+    base, names = _STEPS[byte_units()]
+    step = 0
+    while step < len(names) - 1 and abs(nbytes) >= base ** (step + 1):
+        step += 1
+    return "kMGT"[step - 1] if step else ""
+
+
 def in_unit(nbytes: float, scale: str, digits: int = 2) -> str:
     """nbytes in the unit at `scale`, the number only: (16_060_522_496, 'G') -> '16.06'."""
-    base = _STEPS[byte_units()][0]
-    return f"{nbytes / base ** _SCALES[scale]:,.{digits}f}"
+    return f"{nbytes / unit_bytes(scale):,.{digits}f}"
 
 
 def size(nbytes: float, scale: str | None = None, digits: int = 2) -> str:
     """'16.06 GB' (or '14.96 GiB'): at `scale`, or the largest unit that keeps the number >= 1."""
-    if scale is None:
-        base, names = _STEPS[byte_units()]
-        step = 0
-        while step < len(names) - 1 and abs(nbytes) >= base ** (step + 1):
-            step += 1
-        scale = "kMGT"[step - 1] if step else ""
+    scale = scale_of(nbytes) if scale is None else scale
     return f"{in_unit(nbytes, scale, digits if scale else 0)} {byte_unit(scale)}"
 
 

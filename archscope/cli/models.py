@@ -10,9 +10,42 @@ import click
 from archscope.cli.group import cli
 from archscope.cli.fit import gpu_option
 from archscope.api import compare_rows, labelled_row, load_labelled
+from archscope.errors import quote
 from archscope.cli.options import (TABLE_FORMATS, _echo_json, _echo_records,
                                    _estimate_options, _record, _set_option, format_option,
                                    seq_len_option, units_option)
+from archscope.report.terminal import compare as compare_view, compare_fit as compare_fit_view
+
+
+def _names(columns) -> str:
+    return ", ".join(c.name for c in columns)
+
+
+def _columns_option(f):
+    """--columns: which columns the table, markdown and CSV show; checked against --gpu in the
+    command, as the fit columns exist only there."""
+    def split(ctx, param, value):
+        return None if value is None else tuple(n.strip().lower() for n in value.split(","))
+
+    return click.option(
+        "--columns", metavar="NAME,...", callback=split,
+        help=f"Columns of the table, markdown and CSV (never JSON), the model first: a comma "
+             f"list of {_names(compare_view.COLUMNS)}; with --gpu also "
+             f"{_names(compare_fit_view.FIT_COLUMNS)}; or all.  [default: the table, a view "
+             f"that fits 120 columns; markdown and CSV, all]")(f)
+
+
+def _check_columns(names, gpu) -> None:
+    """An unknown column name is a usage error listing the names (exit 2)."""
+    if names is None:
+        return
+    known = compare_fit_view.COLUMNS if gpu else compare_view.COLUMNS
+    fit_only = {c.name for c in compare_fit_view.FIT_COLUMNS}
+    for name in names:
+        if name not in {"all", *(c.name for c in known)}:
+            hint = "a column of --gpu only" if name in fit_only else "no column"
+            raise click.BadParameter(f"{quote(name)} is {hint}: one of {_names(known)}, or all",
+                                     param_hint="'--columns'")
 
 
 def _show_counted_by_transformers(model, refusal, fmt) -> None:
@@ -167,9 +200,11 @@ def show(model, overrides, verify, seq_len, batch, dtype, kv_dtype, attention_fl
               help="Also count each model built on the meta device; exit 1 on any mismatch.")
 @gpu_option("Also fit each model on one GPU of this name (`archscope hardware`): fits, "
             "weights per GPU, cache per sequence, concurrent sequences, TTFT, TPOT, tokens/s.")
+@_columns_option
+@units_option
 @format_option("markdown", "csv", "json", default="table")
 def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops, overrides,
-            verify, gpu, fmt):
+            verify, gpu, columns, fmt):
     """Models side by side: parameters, KV cache, FLOPs and weights, from their specs.
 
     With no MODEL, every preset. A MODEL may carry its own what-ifs, MODEL:KEY=VALUE[,...],
@@ -177,14 +212,20 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
     the overrides it was made with. A seq_len past a model's context is computed anyway and
     flagged (`exceeds_context`).
 
+    The table shows the columns a reader wants first and fits 120 columns; --columns picks
+    others (--columns all: every one), for markdown and CSV too, which otherwise hold every
+    column; JSON always holds every key. Sizes are in one unit family (--units).
+
     \b
     Examples:
       archscope compare
+      archscope compare llama-3.1-8b qwen3-8b --columns params,kv,kv-per-token,prefill
       archscope compare llama-3.2-1b mistral-7b-v0.1 deepseek-v2 --seq-len 32768
       archscope compare llama-3.2-1b llama-3.2-1b:attention.n_kv_heads=32   # what GQA saves
       archscope compare deepseek-v2 --mla-flops recompute --format json
       archscope compare llama-3.1-8b qwen3-8b --gpu h100-sxm --seq-len 32768
     """
+    _check_columns(columns, gpu)
     records = compare_rows(models or None, seq_len, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
                            attention_flops=attention_flops, mla_flops=mla_flops,
                            overrides=overrides, gpu=gpu)
@@ -197,13 +238,9 @@ def compare(models, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
     if fmt == "json":
         _echo_json(records)
     else:
-        if gpu:
-            from archscope.report.terminal.compare_fit import render
-        else:
-            from archscope.report.terminal.compare import render
-
+        render = (compare_fit_view if gpu else compare_view).render
         rows = [{k: v for k, v in r.items() if k != "overrides"} for r in records]  # in the label
-        click.echo(render(rows, "table" if fmt == "text" else fmt), nl=False)
+        click.echo(render(rows, "table" if fmt == "text" else fmt, columns), nl=False)
     wrong = [r for r in records if verify and r["params_counted"] != r["params_total"]]
     for r in wrong:
         click.echo(f"error: {r['model']}: analytic parameters {r['params_total']:,} != counted "

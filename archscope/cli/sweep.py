@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import _echo_json, _estimate_options, _set_option, format_option
+from archscope.cli.options import (_echo_json, _estimate_options, _set_option, format_option,
+                                   units_option)
 from archscope.errors import InputError, quote
 
 
@@ -18,9 +19,10 @@ from archscope.errors import InputError, quote
 @_estimate_options
 @click.option("--plot", metavar="X,Y",
               help="Also draw two row columns and their Pareto front (both minimised; -COLUMN "
-                   "maximises one) to --out.")
+                   "maximises one) to --out, each axis in its unit (sizes in --units).")
 @click.option("--out", type=click.Path(dir_okay=False), metavar="FILE.png",
-              help="Where --plot writes its PNG.")
+              help="Where --plot writes its PNG (its path is printed on stderr).")
+@units_option
 @format_option("csv", "json", "markdown", default="text")
 def sweep(model, grid, overrides, seq_len, batch, dtype, kv_dtype, attention_flops, mla_flops,
           plot, out, fmt):
@@ -98,3 +100,5 @@ def _write_plot(result, x: str, y: str, out: str) -> None:
     from archscope.writes import write_file_atomic
 
     write_file_atomic(out, sweep_png(result, x, y), what="--out")
+    # stderr: stdout stays the table, CSV or JSON a script reads
+    click.echo(f"wrote {out}: {y} against {x}, {len(result.rows):,} variants", err=True)

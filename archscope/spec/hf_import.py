@@ -51,10 +51,20 @@ def read_hf_config(path: str | Path) -> HFImport:
     if name is not None and not isinstance(name, str):
         raise SpecError(f"expected a string or null, {what(name)}", where=where,
                         key="_name_or_path")
-    name = Path(name or "").name or file.resolve().parent.name
+    name = Path(name or "").name or _name_from_path(file)
     mapping, keys = _read(raw, where, name, f"config.json at {file}")
     _check(mapping, raw, keys)
     return HFImport(mapping, tuple(keys.defaulted.values()))
+
+
+def _name_from_path(file: Path) -> str:
+    """A config with no `_name_or_path` is named after its folder, as HF names a model after
+    its repository; a file beside it with another name (a variant: config-gqa.json) adds its
+    stem, 'llama/config-gqa', so two configs in one folder are two names."""
+    folder = file.resolve().parent.name
+    if file.name == "config.json":
+        return folder
+    return f"{folder}/{file.stem}" if folder else file.stem
 
 
 def model_type_of(path: str | Path) -> str | None:

@@ -49,7 +49,7 @@ def test_verify_adds_counted_params(run_cli):
         assert row["params_counted"] == row["params_total"]
 
 
-@pytest.mark.parametrize("fmt, marker", [("table", "KV cache (MiB)"), ("markdown", "|:--"),
+@pytest.mark.parametrize("fmt, marker", [("table", "KV cache (GB)"), ("markdown", "|:--"),
                                          ("csv", "params_total")])
 def test_text_formats(fmt, marker, run_cli):
     code, out, _ = run_cli("compare", "llama-3.2-1b", "mistral-7b-v0.1", "--format", fmt)

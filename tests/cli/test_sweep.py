@@ -4,6 +4,7 @@ listed with the validation's key and reason, the csv/json shapes, the plot, and 
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -71,10 +72,24 @@ def test_csv_rows_have_grid_columns_then_compare_keys(run_cli):
     assert err.count("invalid: attention.n_kv_heads=3") == 4  # stderr: stdout stays one table
 
 
-def test_plot_writes_a_png(run_cli, tmp_path):
+@pytest.mark.parametrize("fmt", ["csv", "json", "text"])
+def test_plot_writes_a_png_and_says_where_on_stderr(run_cli, tmp_path, fmt):
     png = tmp_path / "front.png"
-    _sweep(run_cli, "--plot", "kv_cache_bytes,-params_total", "--out", str(png))
+    out, err = _sweep(run_cli, "--plot", "kv_cache_bytes,-params_total", "--out", str(png),
+                      "--format", fmt)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    wrote = [line for line in err.splitlines() if line.startswith("wrote ")]
+    assert wrote == [f"wrote {png}: -params_total against kv_cache_bytes, 8 variants"]
+    assert out == _sweep(run_cli, "--format", fmt)[0]  # stdout: the same table, CSV or JSON
+
+
+def test_units_pick_the_tables_family(run_cli):
+    family = {"GB": ("kB", "MB", "GB", "TB"), "GiB": ("KiB", "MiB", "GiB", "TiB")}
+    for units, other in (("GB", "GiB"), ("GiB", "GB")):
+        out, _ = _sweep(run_cli, "--units", units)
+        titled = set(re.findall(r"\((\w+)\)", out.splitlines()[2]))  # the header line
+        assert titled & set(family[units]), out
+        assert not re.search(r"\b(%s)\b" % "|".join(family[other]), out)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -5,6 +5,7 @@ checked against the estimator that owns it (estimate/state.py, estimate/kv_cache
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 
@@ -53,8 +54,10 @@ def test_json_carries_kv_state_and_their_sum(run_cli, tmp_path):
 def test_the_compare_table_shows_the_state_only_beside_a_hybrid(run_cli, tmp_path):
     code, out, _ = run_cli("compare", written(tmp_path), "gpt2")
     header, hybrid = out.splitlines()[:2]
-    assert code == 0 and "+ state (MB)" in header
-    assert f"{state_bytes(load_spec(written(tmp_path))) / 1e6:,.2f}" in hybrid
+    unit = re.search(r"\bstate \((kB|MB|GB)\)", header)  # the column's unit, decimal by default
+    assert code == 0 and unit
+    scale = 1000 ** ("kMG".index(unit[1][0]) + 1)
+    assert f"{state_bytes(load_spec(written(tmp_path))) / scale:,.2f}" in hybrid
     code, out, _ = run_cli("compare", "gpt2")
     assert code == 0 and "state" not in out
 

@@ -2,34 +2,32 @@
 
 The fit of each row (estimate/fit.py at the row's seq_len, batch, weight dtype and cache dtype,
 on one GPU of that name) is the `fit` object of the JSON row; the table, markdown and CSV add
-its main figures as columns after compare's own (report/terminal/compare.py, unchanged).
+its main figures as columns after compare's own (report/terminal/compare.py). The text view's
+default is what a reader asks of a GPU first: does it fit, how much room is left, how fast
+(the parameters are in compare's own view, and in the weights).
 """
 
 from __future__ import annotations
 
-from archscope.report.fmt import text_table
+from typing import Sequence
+
+from archscope.report.fmt import yes_no
 from archscope.report.terminal import compare
-from archscope.tables import csv_text, markdown_table
+from archscope.report.terminal.compare import Column
 
-# (column title, fit key, formatter for people)
 FIT_COLUMNS = (
-    ("fits", "fits", lambda v: "yes" if v else "no"),
-    ("weights/GPU (GB)", "weights_bytes_per_gpu", lambda b: f"{b / 1e9:,.2f}"),
-    ("cache/seq (GB)", "cache_bytes_per_sequence", lambda b: f"{b / 1e9:,.3f}"),
-    ("max context", "max_context", lambda n: f"{n:,}"),
-    ("sequences", "max_concurrent_sequences", lambda n: f"{n:,}"),
-    ("TTFT (ms)", "ttft_ms", lambda v: f"{v:,.1f}"),
-    ("TPOT (ms)", "tpot_ms", lambda v: f"{v:,.2f}"),
-    ("tok/s", "decode_tokens_per_s", lambda v: f"{v:,.0f}"),
+    Column("fits", "fits", "fit.fits", yes_no, left=True),
+    Column("gpu-weights", "weights/GPU", "fit.weights_bytes_per_gpu"),
+    Column("seq-cache", "cache/seq", "fit.cache_bytes_per_sequence"),
+    Column("max-context", "max context", "fit.max_context", lambda n: f"{n:,}"),
+    Column("sequences", "sequences", "fit.max_concurrent_sequences", lambda n: f"{n:,}"),
+    Column("ttft", "TTFT (ms)", "fit.ttft_ms", lambda v: f"{v:,.1f}"),
+    Column("tpot", "TPOT (ms)", "fit.tpot_ms", lambda v: f"{v:,.2f}"),
+    Column("tok-s", "tok/s", "fit.decode_tokens_per_s", lambda v: f"{v:,.0f}"),
 )
-CSV_KEYS = tuple(key for _, key, _ in FIT_COLUMNS)
-
-
-def _people(records: list[dict]) -> list[dict]:
-    rows = compare.people_rows(records)
-    for row, r in zip(rows, records):
-        row.update({title: fmt(r["fit"][key]) for title, key, fmt in FIT_COLUMNS})
-    return rows
+COLUMNS = compare.COLUMNS + FIT_COLUMNS
+DEFAULT = ("model", "fits", "gpu-weights", "seq-cache", "max-context", "sequences",
+           "ttft", "tpot", "tok-s")
 
 
 def _footnote(records: list[dict]) -> str:
@@ -41,15 +39,14 @@ def _footnote(records: list[dict]) -> str:
             f"of peak compute: `archscope fit` says more).")
 
 
-def render(records: list[dict], fmt: str) -> str:
-    """fmt: table | markdown | csv; every record carries its `fit` object."""
-    if fmt == "table":
-        rows = _people(records)
-        cells = [list(rows[0])] + [list(row.values()) for row in rows]
-        right = set(range(1, len(cells[0]))) - {4}
-        return "\n".join(text_table(cells, right, indent="")) + "\n\n" + _footnote(records) + "\n"
-    if fmt == "csv":
-        return csv_text([{**{k: v for k, v in r.items() if k != "fit"},
-                          **{f"fit_{k}": r["fit"][k] for k in ("gpu", *CSV_KEYS)}}
-                         for r in records])
-    return markdown_table(_people(records)) + "\n\n" + _footnote(records) + "\n"
+def _csv_rows(records: list[dict]) -> list[dict]:
+    """compare's keys, then the GPU and the fit columns' keys as fit_KEY."""
+    keys = ["gpu"] + [c.key.removeprefix("fit.") for c in FIT_COLUMNS]
+    return [{**{k: v for k, v in r.items() if k != "fit"},
+             **{f"fit_{k}": r["fit"][k] for k in keys}} for r in records]
+
+
+def render(records: list[dict], fmt: str, names: Sequence[str] | None = None) -> str:
+    """As compare.render; every record carries its `fit` object."""
+    return compare.view(records, fmt, names, COLUMNS, DEFAULT, _footnote(records),
+                        _csv_rows(records))

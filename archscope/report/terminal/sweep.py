@@ -1,8 +1,10 @@
 """`archscope sweep`: its rows -> a table for people, markdown, or CSV; the invalid combinations
 with their reasons.
 
-No pandas: a sweep may have thousands of rows and is asked for in scripts, and the csv module
-and a plain table are enough (and start in no time).
+The columns are compare's (report/terminal/compare.py) after the grid's: the text view shows
+compare's default ones, markdown every one; CSV the rows' own values. No pandas: a sweep may
+have thousands of rows and is asked for in scripts, and the csv module and a plain table are
+enough (and start in no time).
 """
 
 from __future__ import annotations
@@ -12,11 +14,9 @@ import io
 import json
 
 from archscope.estimate.sweep import Sweep
-from archscope.report.fmt import text_table
-from archscope.report.terminal.compare import COLUMNS
-
-# compare's columns for people, less the model (every row is the same one) and the MiB twin
-PEOPLE = [c for c in COLUMNS if c[0] not in ("model", "KV cache (MiB)")]
+from archscope.report.terminal.compare import (COLUMNS, DEFAULT, Column, choose, markdown_text,
+                                               table_lines)
+from archscope.units import units_note
 
 
 def value_text(value) -> str:
@@ -34,24 +34,26 @@ def invalid_lines(s: Sweep) -> list[str]:
     return out
 
 
+def columns(s: Sweep, view: str) -> list[Column]:
+    """The grid's keys, then compare's columns less the model (every row is the same one):
+    its default ones (view 'default') or all."""
+    grid = [Column(a.key, a.key, a.key, value_text) for a in s.axes]
+    shown = choose(COLUMNS, s.rows, None if view == "default" else ("all",), DEFAULT)
+    return grid + [c for c in shown if c.name != "model"]
+
+
 def render(s: Sweep, fmt: str) -> str:
     """fmt: table | markdown | csv (json is the CLI's, straight from the sweep)."""
     if fmt == "csv":
         return csv_text(s)
-    keys = [a.key for a in s.axes]
-    head = keys + [title for title, _, _ in PEOPLE]
-    body = [[value_text(r[k]) for k in keys] + [f(r[key]) for _, key, f in PEOPLE]
-            for r in s.rows]
-    count = f"{s.model}: {len(s.rows):,} variants at seq_len {s.seq_len:,}"
+    count = f"{s.model}: {len(s.rows):,} variants at seq_len {s.seq_len:,} ({units_note()})"
     bad = invalid_lines(s)
     if fmt == "markdown":
-        lines = [count, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(row) + " |" for row in body]
+        lines = [count] + (["", markdown_text(columns(s, "all"), s.rows)] if s.rows else [])
         if bad:
             lines += ["", f"Invalid combinations ({len(bad)}):", ""] + [f"- {b}" for b in bad]
         return "\n".join(lines) + "\n"
-    right = set(range(len(keys), len(head))) - {len(keys) + 3}  # the attention kind: left
-    lines = [count, ""] + (text_table([head] + body, right, indent="") if body else [])
+    lines = [count, ""] + (table_lines(columns(s, "default"), s.rows) if s.rows else [])
     if bad:
         lines += ["", f"invalid combinations ({len(bad)}):"] + [f"  {b}" for b in bad]
     return "\n".join(lines) + "\n"
