@@ -134,9 +134,24 @@ def _cells(columns: list[Column], records: list[dict]) -> tuple[list[str], list[
     return list(head), cells
 
 
+def formats_text(records: list[dict]) -> str:
+    """'bf16 weights', or where the rows differ (each model in its checkpoint's format) which
+    models are in which: 'weights in each checkpoint's format: fp8-block for deepseek-v3; bf16
+    for the rest'."""
+    by_format: dict[str, list[str]] = {}
+    for r in records:
+        by_format.setdefault(r["dtype"], []).append(r["model"])
+    if len(by_format) == 1:
+        return f"{records[0]['dtype']} weights"
+    most = max(by_format, key=lambda f: len(by_format[f]))
+    named = "; ".join(f"{f} for {', '.join(models)}" for f, models in by_format.items()
+                      if f != most)
+    return f"weights in each checkpoint's format: {named}; {most} for the rest"
+
+
 def footnote(records: list[dict]) -> str:
     r = records[0]
-    text = (f"seq_len {r['seq_len']:,}, batch {r['batch']}, {r['dtype']} weights, "
+    text = (f"seq_len {r['seq_len']:,}, batch {r['batch']}, {formats_text(records)}, "
             f"{r['kv_dtype']} cache. KV cache: batch x seq_len tokens; FLOPs/token: decoding one "
             f"new token at that context; prefill: {r['prefill_attention']} attention, whole "
             f"prompt; {units_note()}.")

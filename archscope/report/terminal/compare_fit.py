@@ -32,7 +32,7 @@ DEFAULT = ("model", "fits", "gpu-weights", "seq-cache", "max-context", "sequence
 
 def _footnote(records: list[dict]) -> str:
     f = records[0]["fit"]
-    return (compare.footnote(records) + f" Fit: one {f['gpu']}, {f['weight_format']} weights, "
+    return (compare.footnote(records) + f" Fit: one {f['gpu']}, those weights, "
             f"{f['gpu_memory_utilization']:g} of memory, cache paged in 16-token blocks; "
             f"sequences at seq_len; TTFT a prompt of seq_len, TPOT at the batch (roofline at "
             f"{f['fractions']['bandwidth']:g} of peak bandwidth, {f['fractions']['compute']:g} "
