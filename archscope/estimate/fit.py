@@ -71,6 +71,7 @@ class FitResult:
     model_cache_bytes_per_sequence: int  # the whole model's (the record's), unpaged
     max_context: int
     max_context_limit: str  # 'memory' or 'model' (max_seq_len reached)
+    kv_block_bytes_per_gpu: int  # one 16-token block of every attention layer, one GPU
     prefill: roof.Phase
     decode: roof.Phase
     # what would load instead, when this setup cannot (fit_advice.py); None when it fits or
@@ -105,6 +106,13 @@ class FitResult:
     @property
     def fits(self) -> bool:
         return self.weights_fit and self.sequences_per_replica >= self.setup.batch
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """Tokens of KV cache the budget holds, in whole 16-token blocks over every layer (vLLM
+        logs this as its KV cache size); 0 for a model without attention."""
+        block = self.kv_block_bytes_per_gpu
+        return self.cache_budget_bytes_per_gpu // block * BLOCK_TOKENS if block else 0
 
     @property
     def decode_tokens_per_s(self) -> float:
@@ -189,6 +197,7 @@ def _fit(spec: ModelSpec, hw: Hardware, s: Setup) -> FitResult:
         usable_bytes_per_gpu=usable, kv_bytes_per_sequence=kv, state_bytes_per_sequence=state,
         model_cache_bytes_per_sequence=at.cache_bytes, max_context=longest,
         max_context_limit=limit,
+        kv_block_bytes_per_gpu=sp.kv_bytes_per_gpu(kv_cache(spec, BLOCK_TOKENS, 1, s.kv_dtype)),
         prefill=roof.prefill(at, sp, kv_exact, state, r),
         decode=roof.decode(at, sp, s.batch, kv_exact, state, r))
 

@@ -41,6 +41,7 @@ def fit_row(f) -> dict:
         "cache_block_tokens": 16,
         "max_context": f.max_context, "max_context_limit": f.max_context_limit,
         "max_concurrent_sequences": f.max_concurrent_sequences,
+        "kv_capacity_tokens": f.kv_capacity_tokens,
         "max_concurrent_sequences_per_replica": f.sequences_per_replica,
         # a setup that cannot load runs at no speed: null, and `advice` says what would load
         "ttft_ms": _ms(f.prefill.seconds) if f.fits else None,
