@@ -51,7 +51,12 @@ def gpu_option(help: str):
 def fit_cmd(model, gpu, n_gpus, dtype, kv_dtype, context, batch, gpu_memory_utilization,
             tp, ep, bandwidth_fraction, compute_fraction, overrides, fmt):
     """Will MODEL fit on --gpu, with what context, how many concurrent sequences, and how fast
-    (roofline time to first token and per output token at achievable fractions of peak).
+    (time to first token and per output token: a roofline at achievable fractions of peak, each
+    format's kernels at their measured share of bf16's bandwidth, plus the gaps between kernels
+    and each collective's latency; archscope/hardware/achievable.yaml cites every figure).
+
+    Not modelled: speculative decoding, multi-token prediction (MTP), prefix caching,
+    chunked-prefill interference between requests, and the engine's scheduling between steps.
 
     \b
     Examples:

@@ -19,7 +19,10 @@ def _phase(phase) -> dict:
             "bytes_per_gpu": round(phase.bytes),
             "collective_bytes_per_gpu": round(phase.collective_bytes),
             "compute_ms": _ms(phase.compute_s), "memory_ms": _ms(phase.memory_s),
-            "interconnect_ms": _ms(phase.interconnect_s)}
+            "interconnect_ms": _ms(phase.interconnect_s),
+            # the terms a roofline leaves out (fit_roofline.py): kernel gaps, collective waits
+            "latency_ms": _ms(phase.latency_s),
+            "collective_latency_ms": _ms(phase.collective_latency_s)}
 
 
 def fit_row(f) -> dict:
@@ -56,6 +59,15 @@ def fit_row(f) -> dict:
         "replicated_tensors": list(sp.replicated),
         "compute_dtype": r.dtype,
         "achieved_flops_per_s": r.flops_per_s, "achieved_bandwidth_bytes_per_s": r.bytes_per_s,
+        "achieved_weights_bandwidth_bytes_per_s": r.weights_bytes_per_s or r.bytes_per_s,
+        "latency": None if r.latency is None else {
+            "kernels_per_layer": r.latency.kernels_per_layer, "kernel_s": r.latency.kernel_s,
+            "step_s": r.latency.step_s, "collective_s": r.latency.collective(r.link),
+            "moe_dispatch_combine_s": r.latency.moe_dispatch_combine_s,
+            "collectives_per_step": sp.collectives_per_step,
+            "dispatched_layers": sp.dispatched_layers,
+            "source": "archscope/hardware/achievable.yaml (latency, format_bandwidth, "
+                      "prefill_compute)"},
         "interconnect_one_way_bytes_per_s": r.link_bytes_per_s,
         "fractions": {"bandwidth": f.fractions.bandwidth, "compute": f.fractions.compute,
                       "bandwidth_source": f.fractions.bandwidth_source,

@@ -90,6 +90,9 @@ class ParallelSplit:
     logits_gather_bytes_per_token: int  # per sampled token
     all_to_all_bytes_per_token: int  # 0 under tensor-parallel attention (module doc)
     replicated: tuple[str, ...]  # matrices every GPU holds whole (for people)
+    n_layers: int = 0  # layers a step runs through (each a few kernels: fit's launch gaps)
+    collectives_per_step: int = 0  # all-reduces and the logits gather of one step (tp > 1)
+    dispatched_layers: int = 0  # MoE layers whose tokens go to experts on other GPUs (ep > 1)
 
     @property
     def expert_bytes_per_gpu(self) -> int:
@@ -289,4 +292,6 @@ def split(spec: ModelSpec, tp: int = 1, ep: int = 1, fmt: str = "bf16") -> Paral
                        for a in attention),
         state_share=1 / tp, params_per_gpu=params, allreduce_bytes_per_token=allreduce,
         logits_gather_bytes_per_token=gather, all_to_all_bytes_per_token=0,
-        replicated=tuple(replicated))
+        replicated=tuple(replicated), n_layers=spec.n_layers,
+        collectives_per_step=sum(c.count for c in step_collectives(spec, tp, width)),
+        dispatched_layers=sum(p.is_moe for p in spec.plan) if ep > 1 else 0)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from archscope.errors import InputError, shorten
 from archscope.reads import folder_files
+from archscope.report.pages.fit_published import fit_published_sections
 from archscope.report.pages.markdown import DASH, section, table
 from archscope.report.pages.profiles import decimals, key_cell, read_json
 
@@ -268,4 +269,4 @@ def benchmark_sections(benchmarks: dict[str, dict]) -> list[str]:
     mixers' decode steps, then the analytic commands' speed."""
     return (_quantized_sections(benchmarks) + _cpu_linear_sections(benchmarks)
             + _versus_hf_sections(benchmarks) + _state_mixer_sections(benchmarks)
-            + _analytic_sections(benchmarks))
+            + _analytic_sections(benchmarks) + fit_published_sections(benchmarks))

@@ -26,9 +26,10 @@ def _ms(seconds: float) -> str:
 
 
 def _phase(phase) -> str:
-    link = f" + interconnect {_ms(phase.interconnect_s)}" if phase.interconnect_s else ""
-    return (f"{_ms(phase.seconds)} ({phase.bound}-bound: compute {_ms(phase.compute_s)}, "
-            f"memory {_ms(phase.memory_s)}{link})")
+    gaps = f" + kernel gaps {_ms(phase.latency_s)}" if phase.latency_s else ""
+    link = f" + collectives {_ms(phase.collective_s)}" if phase.collective_s else ""
+    return (f"{_ms(phase.seconds)} ({phase.bound}-bound: max(compute {_ms(phase.compute_s)}, "
+            f"memory {_ms(phase.memory_s)}){gaps}{link})")
 
 
 def _setup(f, checkpoint: str | None) -> str:
@@ -89,6 +90,8 @@ def fit_text(f, checkpoint: str | None = None, markdown: bool = False) -> str:
         f"of dense {f.rates.dtype} peak ({f.hardware.name}).",
         f"  bandwidth fraction: {f.fractions.bandwidth_source}",
         f"  compute fraction: {f.fractions.compute_source}",
+        "  plus the kernel gaps and collective latencies of achievable.yaml; not modelled: "
+        "speculative decoding, MTP, prefix caching, chunked-prefill interference.",
     ] if f.fits else ["This setup cannot load: no speed is estimated for it."]
     notes += [
         "Cache paged in 16-token blocks; the reserve (1 - utilisation) holds activations and "
