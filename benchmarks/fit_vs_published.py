@@ -43,13 +43,17 @@ def _spec(case: dict, folder: Path):
 def predict(case: dict, folder: Path) -> tuple[float, bool]:
     """fit's figure for the case's metric, and whether the model is a mixture of experts."""
     import archscope.api as arch
+    from archscope.estimate.fit import ENGINES
 
     spec = _spec(case, folder)
     result = arch.fit(spec, case.get("gpu") or case["proxy_gpu"],
                       n_gpus=case.get("n_gpus", 1), tp=case.get("tp"), ep=case.get("ep", 1),
                       weight_format=case.get("weight_format"), kv_dtype=case.get("kv_dtype"),
                       context=case["context"], batch=case.get("batch", 1),
-                      gpu_memory_utilization=case.get("gpu_memory_utilization", 0.9))
+                      gpu_memory_utilization=case.get("gpu_memory_utilization", 0.9),
+                      # the engine's memory view where fit has one (vLLM's reserve)
+                      engine=case["engine"] if case["engine"] in ENGINES else "raw",
+                      max_batched_tokens=case.get("max_batched_tokens"))
     value = {"decode_tokens_per_s": lambda: result.decode_tokens_per_s,
              "tpot_ms": lambda: 1e3 * result.decode.seconds,
              "ttft_ms": lambda: 1e3 * result.prefill.seconds,

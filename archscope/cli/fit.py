@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from archscope.cli.group import cli
-from archscope.cli.options import (KV_DTYPES, RANKS, SEQ_LEN, TABLE_FORMATS, Number, _echo_json,
-                                   _echo_records, _set_option, batch_option, count, dtype_option,
-                                   format_option, units_option, weight_format_option)
+from archscope.cli.options import (KV_DTYPES, RANKS, SEQ_LEN, TABLE_FORMATS, Choice, Number,
+                                   _echo_json, _echo_records, _set_option, batch_option, count,
+                                   dtype_option, format_option, units_option,
+                                   weight_format_option)
 from archscope.spec.limits import GPUS_MAX
 
 # The formats the catalog table shows when --weight-format does not pick one.
@@ -45,11 +46,19 @@ def gpu_option(help: str):
                    "in archscope/hardware/achievable.yaml].")
 @click.option("--compute-fraction", type=Number(0, 2, min_open=True), default=None,
               help="Achievable fraction of dense peak FLOP/s [default: as above].")
+@click.option("--engine", type=Choice(["raw", "vllm"]), default="raw", show_default=True,
+              help="Memory accounting: raw spends the whole utilization share on weights and "
+                   "cache; vllm also keeps its profiling run's activation peak and the memory "
+                   "outside torch there, as vLLM's log does.")
+@click.option("--max-batched-tokens", type=SEQ_LEN, default=None,
+              help="--engine vllm: tokens of its profiling forward [default: vLLM's, 8192 on "
+                   "GPUs of 70 GiB or more but the A100, else 2048].")
 @_set_option
 @format_option(*TABLE_FORMATS)
 @units_option
 def fit_cmd(model, gpu, n_gpus, dtype, kv_dtype, context, batch, gpu_memory_utilization,
-            tp, ep, bandwidth_fraction, compute_fraction, overrides, fmt):
+            tp, ep, bandwidth_fraction, compute_fraction, engine, max_batched_tokens, overrides,
+            fmt):
     """Will MODEL fit on --gpu, with what context, how many concurrent sequences, and how fast
     (time to first token and per output token: a roofline at achievable fractions of peak, each
     format's kernels at their measured share of bf16's bandwidth, plus the gaps between kernels
@@ -79,7 +88,8 @@ def fit_cmd(model, gpu, n_gpus, dtype, kv_dtype, context, batch, gpu_memory_util
     result = fit(spec, gpu, n_gpus=n_gpus, tp=tp, ep=ep, weight_format=dtype,
                  kv_dtype=kv_dtype, context=context, batch=batch,
                  gpu_memory_utilization=gpu_memory_utilization,
-                 bandwidth_fraction=bandwidth_fraction, compute_fraction=compute_fraction)
+                 bandwidth_fraction=bandwidth_fraction, compute_fraction=compute_fraction,
+                 engine=engine, max_batched_tokens=max_batched_tokens)
     if fmt == "json":
         _echo_json(result.row())
     elif fmt == "csv":

@@ -6,8 +6,10 @@ Conventions (each also in the result, `FitResult.row()`):
 - weights per GPU: every tensor's shard priced in the weight format (estimate/formats.py);
 - usable memory per GPU = memory x gpu_memory_utilization (default 0.9, vLLM's default
   --gpu-memory-utilization); the rest is the reserve for activations, workspace and the
-  runtime's own allocations (vLLM profiles its activation peak inside the same budget; chunked
-  prefill keeps it bounded). The cache gets what the weights leave of the usable memory;
+  runtime's own allocations. `engine="vllm"` also takes out of that share what vLLM keeps
+  there: its profiling forward's activation peak (max_batched_tokens tokens) and the memory
+  torch does not allocate (hardware/achievable.yaml `engines`). The cache gets what the
+  weights leave of the usable memory;
 - cache per sequence: the KV cache at the context (kv_cache(): sliding-window and chunked
   layers hold at most their span) on one GPU, paged in blocks of 16 tokens per layer (vLLM's
   default --block-size; the last block of each layer rounds up), plus the state mixers'
@@ -28,17 +30,19 @@ from archscope.estimate import fit_roofline as roof
 from archscope.estimate.fit_advice import Advice, advice
 from archscope.estimate.formats import weight_format
 from archscope.estimate.kv_cache import kv_cache
-from archscope.estimate.memory import compute_dtype
+from archscope.estimate.memory import activation_bytes, compute_dtype
 from archscope.estimate.parallel import ParallelSplit, split
 from archscope.estimate.record import AtContext, model_record
 from archscope.hardware import Hardware
 from archscope.hardware.achievable import Achievable, achievable
+from archscope.hardware.latency import EngineMemory, engine_memory
 from archscope.spec import ModelSpec
 from archscope.spec.weight_formats import checkpoint_format
 
 BLOCK_TOKENS = 16  # vLLM's default KV block size (--block-size 16)
 DEFAULT_UTILIZATION = 0.9  # vLLM's default --gpu-memory-utilization
 DEFAULT_CONTEXT = 8192
+ENGINES = ("raw", "vllm")  # hardware/latency.py engine_memory: what each reserves
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class Setup:
     gpu_memory_utilization: float = DEFAULT_UTILIZATION
     bandwidth_fraction: float | None = None  # None: hardware/achievable.yaml's
     compute_fraction: float | None = None
+    engine: str = "raw"  # raw | vllm: what the engine reserves inside its memory share
+    max_batched_tokens: int | None = None  # vllm's profiling forward (None: its default)
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,8 @@ class FitResult:
     max_context: int
     max_context_limit: str  # 'memory' or 'model' (max_seq_len reached)
     kv_block_bytes_per_gpu: int  # one 16-token block of every attention layer, one GPU
+    reserve: EngineMemory  # the engine's own reserve inside the share (raw: none)
+    activation_reserve_bytes: int  # its profiling forward's activation peak
     prefill: roof.Phase
     decode: roof.Phase
     # what would load instead, when this setup cannot (fit_advice.py); None when it fits or
@@ -135,6 +143,8 @@ def resolve(spec: ModelSpec, setup: Setup) -> Setup:
     if not isinstance(tp, int) or tp < 1 or s.n_gpus % tp:
         raise InputError(f"--tp {tp} must divide --n-gpus {s.n_gpus} (the GPUs are --n-gpus / "
                          f"--tp replicas of a --tp group)")
+    if s.engine not in ENGINES:
+        raise InputError(f"--engine {s.engine!r}: expected {' or '.join(ENGINES)}")
     if not 0 < s.gpu_memory_utilization <= 1:
         raise InputError(f"--gpu-memory-utilization must be in (0, 1], got "
                          f"{s.gpu_memory_utilization}")
@@ -187,7 +197,11 @@ def _fit(spec: ModelSpec, hw: Hardware, s: Setup) -> FitResult:
                                  cache_dtype=s.kv_dtype).at(s.context)
     fractions = achievable(hw.name).overridden(s.bandwidth_fraction, s.compute_fraction)
     r = roof.rates(hw, s.weight_format, fractions)
-    usable = int(hw.memory_bytes * s.gpu_memory_utilization)
+    reserve = engine_memory(s.engine, hw.memory_bytes, hw.name, s.max_batched_tokens)
+    activations = activation_bytes(spec, reserve.max_batched_tokens, 1,
+                                   compute_dtype(s.weight_format)) if reserve.max_batched_tokens else 0
+    usable = max(0, int(hw.memory_bytes * s.gpu_memory_utilization) - activations
+                 - reserve.non_torch_bytes)
     kv, state = sequence_bytes(spec, sp, s.context, s.kv_dtype, at.state_bytes)
     budget = max(0, usable - sp.weights_bytes_per_gpu)
     longest, limit = longest_context(spec, sp, s.kv_dtype, at.state_bytes, budget)
@@ -198,6 +212,7 @@ def _fit(spec: ModelSpec, hw: Hardware, s: Setup) -> FitResult:
         model_cache_bytes_per_sequence=at.cache_bytes, max_context=longest,
         max_context_limit=limit,
         kv_block_bytes_per_gpu=sp.kv_bytes_per_gpu(kv_cache(spec, BLOCK_TOKENS, 1, s.kv_dtype)),
+        reserve=reserve, activation_reserve_bytes=activations,
         prefill=roof.prefill(at, sp, kv_exact, state, r),
         decode=roof.decode(at, sp, s.batch, kv_exact, state, r))
 

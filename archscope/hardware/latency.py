@@ -70,3 +70,24 @@ def prefill_compute(tokens: int, cap: float, low_precision: bool) -> float:
         fraction = f0 + (f1 - f0) * (log2(tokens) - log2(n0)) / (log2(n1) - log2(n0))
     fraction = min(cap, fraction)
     return fraction * float(d["low_precision"]) if low_precision else fraction
+
+
+@dataclass(frozen=True)
+class EngineMemory:
+    """What an engine reserves inside its memory share besides weights and cache."""
+
+    name: str
+    max_batched_tokens: int  # its profiling forward's tokens (0: no profiling run)
+    non_torch_bytes: int
+
+
+def engine_memory(name: str, memory_bytes: int, gpu: str,
+                  max_batched_tokens: int | None = None) -> EngineMemory:
+    """`name`'s reserve on a GPU of `memory_bytes` called `gpu` ('raw': none)."""
+    if name == "raw":
+        return EngineMemory("raw", 0, 0)
+    d = _data()["engines"][name]
+    tokens = d["max_batched_tokens"]
+    large = memory_bytes >= tokens["large_from_bytes"] and not gpu.startswith("a100")
+    return EngineMemory(name, max_batched_tokens or int(tokens["large" if large else "other"]),
+                        int(d["non_torch_bytes"]))

@@ -1,4 +1,4 @@
-"""benchmarks/fit_vs_published.py: fit beside 28 published serving measurements (issue 32).
+"""benchmarks/fit_vs_published.py: fit beside 30 published serving measurements (issue 32).
 
 The script is run here as the README says; its rows must be the committed ones (the report
 shows those), and the cases outside their bound must be exactly OUT below: a case that falls
@@ -20,9 +20,10 @@ OUT = {
     # batch 1 is ~6x under fit, and under later engines (InferenceX's R1 at batch 8: within
     # 10%): fit models no engine's missing kernels
     "sglang-deepseek-v3-h200x8-tp8-bs1", "sglang-deepseek-v3-h200x8-tp8-bs8",
-    # vLLM's KV capacity: fit spends the whole --gpu-memory-utilization share on weights and
-    # cache; vLLM also reserves its profiling run's activation peak (an engine view not built)
-    "vllm-llama3.1-8b-rtx3090-kv-maxlen20000", "vllm-llama3.1-8b-rtx3090-kv-maxlen29000",
+    # vLLM V1 on an L40S keeps about 6 GB out of the cache where fit's vLLM view (activation
+    # peak + non-torch memory) keeps 0.6 GB: the log does not say what else (CUDA graphs,
+    # torch.compile, the batch size of the profiling run)
+    "vllm-llama3.1-8b-l40s-kv",
 }
 
 
@@ -40,4 +41,4 @@ def test_the_script_reproduces_the_committed_table(tmp_path):
         assert abs(ratio - r["ratio"]) < 1e-3, r["id"]
         assert r["within"] == (1 / r["allowed"] <= r["ratio"] <= r["allowed"]), r["id"]
     assert {r["id"] for r in fresh["rows"] if not r["within"]} == OUT
-    assert "of 28 within their bound" in done.stdout
+    assert "of 30 within their bound" in done.stdout

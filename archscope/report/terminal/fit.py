@@ -66,8 +66,15 @@ def fit_text(f, checkpoint: str | None = None, markdown: bool = False) -> str:
         ["verdict", verdict],
         ["weights per GPU", f"{_gb(sp.weights_bytes_per_gpu)} of {_gb(f.usable_bytes_per_gpu)} "
                             f"usable ({s.gpu_memory_utilization:g} x "
-                            f"{_gb(f.hardware.memory_bytes)})"],
-        ["left for the cache", _gb(f.cache_budget_bytes_per_gpu) + " per GPU"],
+                            f"{_gb(f.hardware.memory_bytes)}"
+                            + (f" less the {f.reserve.name} reserve"
+                               if f.reserve.name != "raw" else "") + ")"],
+        *([[f"{f.reserve.name} reserve", f"{_gb(f.activation_reserve_bytes)} activation peak "
+             f"({f.reserve.max_batched_tokens:,} tokens) + {_gb(f.reserve.non_torch_bytes)} "
+             f"outside torch, in that share"]] if f.reserve.name != "raw" else []),
+        ["left for the cache", _gb(f.cache_budget_bytes_per_gpu) + " per GPU"
+                               + f" ({commas(f.kv_capacity_tokens)} tokens of KV)"
+                               * bool(f.kv_capacity_tokens)],
         ["cache per sequence", f"{_gb(f.cache_bytes_per_sequence)} per GPU{state}"],
         ["longest context, batch 1", f"{commas(f.max_context)} tokens"
                                      + (" (the model's max_seq_len)"
