@@ -13,8 +13,10 @@ from archscope.spec.hf import write_hf_config
 
 
 def network(spec) -> dict:
-    """The spec as a mapping, without the keys that name it rather than describe the network."""
-    return {k: v for k, v in to_mapping(spec).items() if k not in ("name", "source", "extends")}
+    """The spec as a mapping, without the keys that name it rather than describe the network,
+    nor how its model card counts active parameters (no config.json says)."""
+    return {k: v for k, v in to_mapping(spec).items()
+            if k not in ("name", "source", "extends", "active_convention")}
 
 
 def without_format(mapping: dict) -> dict:

@@ -73,6 +73,12 @@ class ParamCount:
         head, tied or not. How GLM-4.5 states them."""
         return self.active - self.embedding - self.breakdown.get("lm_head", 0)
 
+    def active_under(self, convention: str) -> int:
+        """Active parameters under a card's convention (spec/weight_formats.ActiveConvention)."""
+        return {"with_embeddings": self.active,
+                "without_input_embedding": self.active_without_input_embedding,
+                "without_embeddings_or_head": self.active_without_embeddings_or_head}[convention]
+
     @property
     def groups(self) -> dict[str, int]:
         """The breakdown summed into embedding, attention, ffn, norms, head, and `mixer` when

@@ -152,6 +152,10 @@ class ModelRecord:
                 self.params.active_without_input_embedding,
             "params_active_without_embeddings_or_head":
                 self.params.active_without_embeddings_or_head,
+            # the model card's convention where the spec names it, and the count under it
+            "active_convention": self.spec.active_convention,
+            "params_active_card": self.params.active_under(self.spec.active_convention)
+            if self.spec.active_convention else None,
             "params_embedding": self.params.embedding, "params_mtp": self.params.mtp,
             "kv_cache_bytes": c.cache.bytes, "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
             "state_bytes": c.state_bytes, "cache_bytes": c.cache_bytes,

@@ -11,7 +11,8 @@ from __future__ import annotations
 from archscope.spec.fields import to_mapping
 from archscope.spec.schema import ModelSpec
 
-_NOT_NETWORK = ("name", "source", "extends", "weight_format", "layers", "attention", "ffn")
+_NOT_NETWORK = ("name", "source", "extends", "weight_format", "active_convention", "layers",
+                "attention", "ffn")
 # (kind, activation) -> the kind naming the same network: a gated MLP with GELU-tanh is GeGLU
 # (an HF Llama-type config with hidden_act gelu_pytorch_tanh reads back as that swiglu).
 _SAME_NETWORK = {("swiglu", "gelu_tanh"): "geglu"}

@@ -31,7 +31,7 @@ from archscope.spec.limits import WHERE as LIMITS
 from archscope.spec.mamba2 import Mamba2Spec
 from archscope.spec.mixers import ATTENTION, HYBRID, NONE, STATE_KINDS, StateMixerSpec
 from archscope.spec.shared_blocks import SharedBlockSpec
-from archscope.spec.weight_formats import check_format
+from archscope.spec.weight_formats import ActiveConvention, check_format
 
 __all__ = ["ModelSpec", "LayerPlan", "LayerOverride", "Multipliers", "HeadSpec",
            "NormSpec", "ScalingSpec", "PositionSpec", "AttentionSpec", "IndexerSpec", "RouterSpec",
@@ -71,6 +71,9 @@ class ModelSpec:
     # quantization_config): what show and fit price the weights in unless told otherwise;
     # null: none stated, priced in bf16. Not part of the network.
     weight_format: str | None = None
+    # how the model card counts its active parameters (estimate/params.py names each); null:
+    # the card states none, or none of these matches it
+    active_convention: ActiveConvention | None = None
     extends: str | None = None  # kept for display; already applied by the loader
 
     def validate(self) -> None:

@@ -1,5 +1,6 @@
-"""The names of the weight formats: what a spec's `weight_format`, `--dtype` and `--weight-format`
-may say, and the format a config.json's `quantization_config` describes.
+"""What a spec says of its released checkpoint beside the network: the names of the weight
+formats (a spec's `weight_format`, `--dtype` and `--weight-format`; the format a config.json's
+`quantization_config` describes), and how its model card counts active parameters.
 
 What each format stores (bits, scales, the tensors it leaves in 16 bits) is
 archscope/estimate/formats.py's FORMATS, keyed by exactly these names (it checks so when it is
@@ -10,6 +11,7 @@ format and the spec layer checks what it reads.
 from __future__ import annotations
 
 import difflib
+from typing import Literal
 
 from archscope.errors import InputError, SpecError, quote
 
@@ -21,6 +23,11 @@ ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp
            "fp8-128": "fp8-block", "int4": "int4-g128", "gptq": "int4-g128",
            "awq": "int4-g128", "gpt-oss-mxfp4": "mxfp4-experts", "b1.58": "ternary"}
 DEFAULT = "bf16"  # what a spec that names no checkpoint format is priced in
+# How model cards count active parameters (the checkpoint's other fact a spec may state):
+# archscope's own count with every lookup table and the head, without the input embedding
+# (OpenAI, DeepSeek), or without embeddings and head (GLM). estimate/params.py computes each.
+ActiveConvention = Literal["with_embeddings", "without_input_embedding",
+                           "without_embeddings_or_head"]
 
 
 class UnknownFormatError(InputError, ValueError):

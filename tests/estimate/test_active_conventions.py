@@ -31,6 +31,33 @@ def test_each_card_convention_gives_the_card_figure(name, convention, stated, ro
     assert params.active > stated * 1.01  # archscope's own count includes what the card leaves out
 
 
+# every preset naming its card's convention: the figure the card states (its citation is in the
+# preset's header), to the card's precision
+CARDS = {"gpt-oss-20b": (3.61e9, 0.005e9), "gpt-oss-120b": (5.13e9, 0.005e9),
+         "deepseek-v3": (37e9, 0.5e9), "glm-4.5": (32e9, 0.5e9), "glm-4.5-air": (12e9, 0.5e9),
+         "mixtral-8x7b": (12.9e9, 0.05e9), "llama-4-scout": (17e9, 0.5e9),
+         "kimi-k2": (32e9, 0.5e9)}
+
+
+def test_every_named_convention_gives_the_card_figure_and_the_others_do_not(run_cli):
+    import json
+
+    from archscope.spec import preset_names
+
+    named = {n for n in preset_names() if load_spec(n).active_convention}
+    assert named == set(CARDS)
+    for name, (stated, rounding) in CARDS.items():
+        spec = load_spec(name)
+        params = count_params(spec)
+        conventions = ("with_embeddings", "without_input_embedding",
+                       "without_embeddings_or_head")
+        matches = {c for c in conventions if abs(params.active_under(c) - stated) <= rounding}
+        assert matches == {spec.active_convention}, (name, matches)
+        row = json.loads(run_cli("compare", name, "--format", "json")[1])[0]
+        assert (row["active_convention"], row["params_active_card"]) == (
+            spec.active_convention, params.active_under(spec.active_convention))
+
+
 def test_the_conventions_by_hand():
     """An untied model drops its token table, then its head; a tied one keeps the shared table
     as the unembedding under OpenAI's convention and drops it once under GLM's."""

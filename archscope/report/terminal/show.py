@@ -73,6 +73,10 @@ def _show(spec, record, layer_modules, details, counted) -> str:
     rows = [["total", commas(params.total), human(params.total)],
             ["active per token", commas(params.active), human(params.active)],
             ["embedding", commas(params.embedding), human(params.embedding)]]
+    if spec.active_convention:  # as the model card counts them
+        card = params.active_under(spec.active_convention)
+        rows.insert(2, [f"active, the card's way ({spec.active_convention.replace('_', ' ')})",
+                        commas(card), human(card)])
     if params.mtp:  # shipped in the checkpoint, run by no model here: apart from the total
         rows.append([f"MTP modules ({spec.mtp_layers}, not in total)", commas(params.mtp),
                      human(params.mtp)])
