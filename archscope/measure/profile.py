@@ -50,7 +50,7 @@ def progress_units(o: ProfileOptions) -> int:
     """How many times `profile` calls its progress callback (for a progress bar's total)."""
     runs = o.warmup + o.repeats
     hf = o.warmup + 1 if o.compare_hf else 0
-    return 2 + runs + hf + o.breakdown + (runs if o.compile else 0)
+    return 3 + runs + hf + o.breakdown + (runs if o.compile else 0)
 
 
 @dataclass
@@ -77,6 +77,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
     needed = check_fits(spec, o, device)  # before anything is allocated
     compiled = compiles(o, device)
     linear_kernels = choose_linear_kernels(spec, o, device)  # what the model's products run
+    tick("kernels chosen")  # (timed on a CPU: tens of seconds on a small one)
     local = roofline.calibrate(device.type, o.dtype)  # the ceiling: fastest streaming read
     hardware = predicted.roofline_hardware(spec, o, device)
     tick("calibrated")
@@ -144,9 +145,9 @@ def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, compiled:
     run = Run(model, spec, weights, model.new_cache(o.batch, o.context), prompt.to(device),
               step, step_kind, quantization=quantization)
     tick("built")
-    for _ in range(o.warmup):
+    for k in range(1, o.warmup + 1):
         run.tokens = timed_generation(model, step, run.prompt, run.cache, o.new_tokens)[0]
-        tick("warm-up")
+        tick(f"warm-up {k}/{o.warmup}")
     return run
 
 
@@ -203,12 +204,12 @@ def _repeats(run: Run, hf, o: ProfileOptions, tick):
     """Timed runs; with transformers, the two alternate. Returns the [(prefill s, decode s)]
     of each (transformers' empty without it)."""
     ours, theirs = [], []
-    for _ in range(o.repeats):
+    for k in range(1, o.repeats + 1):
         ours.append(timed_generation(run.model, run.step, run.prompt, run.cache,
                                      o.new_tokens)[1:])
         if hf is not None:
             theirs.append(hf_timed_generation(hf, run.prompt, o.new_tokens)[1:])
-        tick("repeat")
+        tick(f"repeat {k}/{o.repeats}")
     return ours, theirs
 
 

@@ -61,7 +61,8 @@ def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype 
                      seed: int = 0, shard_size: int = 5 * 10**9, device: str = "cpu",
                      force: bool = False, progress: Callable[[str], None] | None = None) -> dict:
     """Write the checkpoint; returns a summary (files, tensors, bytes, tokenizer vocab).
-    `progress(label)` is called after each step (weights drawn, each shard, the tokenizer).
+    `progress(label)` is called after each step: each layer's weights drawn ("layer k/n"),
+    each shard written (its file name), the tokenizer trained.
 
     The folder is checked before anything is built; everything is written into a hidden
     `.NAME.PID-XXXXXX.partial` folder beside it, removed on any failure, Ctrl-C or SIGTERM; an
@@ -88,8 +89,7 @@ def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype 
             _make_folders(parent, made)
             tmp.mkdir(mode=0o700)
             tick = progress or (lambda _label: None)
-            model = build_model(spec, device, dtype, seed)
-            tick("weights drawn")
+            model = build_model(spec, device, dtype, seed, progress=tick)
             summary = _write_all(spec, model_type, tmp, model, shard_size, tick)
             del model
             _usual_permissions(tmp)
