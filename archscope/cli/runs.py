@@ -265,15 +265,17 @@ def make_checkpoint(model, weights_dir, overrides, dtype, shard_size, seed, devi
       archscope make-checkpoint gpt2 --weights /tmp/gpt2 --shard-size 100MB --dtype fp32
     """
     from archscope.measure.timing import to_torch_dtype
-    from archscope.spec import load_spec
-    from archscope.weights.writer import parse_size, write_checkpoint
-
     from archscope.progress import progress_bar
+    from archscope.spec import load_spec
+    from archscope.weights.writer import (check_target, parse_size, progress_units,
+                                          write_checkpoint)
 
-    spec = load_spec(model, overrides)
-    with progress_bar("make-checkpoint") as tick:  # no total: the shards are counted as written
+    spec, shard_bytes = load_spec(model, overrides), parse_size(shard_size)
+    check_target(weights_dir, force)  # before the steps are counted (on meta, yet a build)
+    steps = progress_units(spec, to_torch_dtype(dtype), shard_bytes)
+    with progress_bar("make-checkpoint", steps) as tick:
         summary = write_checkpoint(spec, weights_dir, dtype=to_torch_dtype(dtype), seed=seed,
-                                   shard_size=parse_size(shard_size), device=device, force=force,
+                                   shard_size=shard_bytes, device=device, force=force,
                                    progress=tick)
     click.echo(f"wrote {summary['folder']}: {spec.name} as {summary['model_type']}, "
                f"{summary['tensors']} tensors in {len(summary['files'])} file(s), "

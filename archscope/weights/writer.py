@@ -156,15 +156,7 @@ def write_shards(tensors: dict[str, torch.Tensor], out: Path, shard_size: int,
     own), layer by layer; an index when there is more than one. Returns the file names."""
     from safetensors.torch import save_file
 
-    shards: list[list[str]] = [[]]
-    size = 0
-    for name in sorted(tensors, key=_layer_order):
-        nbytes = tensors[name].numel() * tensors[name].element_size()
-        if shards[-1] and size + nbytes > shard_size:
-            shards.append([])
-            size = 0
-        shards[-1].append(name)
-        size += nbytes
+    shards = shard_groups(tensors, shard_size)
     n = len(shards)
     files = ["model.safetensors"] if n == 1 else \
         [f"model-{k + 1:05d}-of-{n:05d}.safetensors" for k in range(n)]
@@ -178,6 +170,35 @@ def write_shards(tensors: dict[str, torch.Tensor], out: Path, shard_size: int,
                  "weight_map": {k: f for f, names in zip(files, shards) for k in names}}
         (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
     return files
+
+
+def shard_groups(tensors: dict[str, torch.Tensor], shard_size: int) -> list[list[str]]:
+    """The tensor names of each shard, layer by layer: at most `shard_size` bytes each (a
+    larger tensor gets a shard of its own). Shapes and dtypes only: meta tensors do."""
+    shards: list[list[str]] = [[]]
+    size = 0
+    for name in sorted(tensors, key=_layer_order):
+        nbytes = tensors[name].numel() * tensors[name].element_size()
+        if shards[-1] and size + nbytes > shard_size:
+            shards.append([])
+            size = 0
+        shards[-1].append(name)
+        size += nbytes
+    return shards
+
+
+def progress_units(spec: ModelSpec, dtype: torch.dtype, shard_size: int) -> int:
+    """How many times `write_checkpoint` calls its progress callback: each layer drawn, each
+    shard written, the tokenizer (counted on the meta device: nothing is allocated)."""
+    from archscope.nn.build import build_model
+    from archscope.spec.hf import spec_to_hf_config
+    from archscope.weights.mapping import ours_to_hf, table_for
+    from archscope.weights.validate import unique_parameters
+
+    meta = build_model(spec, "meta", dtype)
+    table = table_for(spec_to_hf_config(spec)["model_type"])
+    shards = shard_groups(ours_to_hf(table, unique_parameters(meta)), shard_size)
+    return len(meta.layers) + len(shards) + 1
 
 
 def _layer_order(name: str):

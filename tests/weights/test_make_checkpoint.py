@@ -133,12 +133,13 @@ def test_make_checkpoint_then_generate_round_trip(run_cli, tmp_path):
 
 
 def test_progress_is_reported_per_step(spec_file, tmp_path):
-    """make-checkpoint's progress bar counts: each layer's weights drawn, each shard, the
-    tokenizer; and the weights drawn with progress are those drawn without."""
+    """make-checkpoint's progress bar counts, as counted beforehand: each layer's weights
+    drawn, each shard, the tokenizer; and the weights drawn with progress are those drawn
+    without."""
     from safetensors.torch import load_file
 
     from archscope.spec import load_spec
-    from archscope.weights.writer import write_checkpoint
+    from archscope.weights.writer import progress_units, write_checkpoint
 
     spec, labels = load_spec(str(spec_file)), []
     write_checkpoint(spec, tmp_path / "ckpt", shard_size=10**5, progress=labels.append)
@@ -147,6 +148,7 @@ def test_progress_is_reported_per_step(spec_file, tmp_path):
     assert len(shards) > 1
     n = spec.n_layers
     assert labels == [*(f"layer {k}/{n}" for k in range(1, n + 1)), *shards, "tokenizer"]
+    assert progress_units(spec, torch.bfloat16, 10**5) == len(labels)  # the bar's total
     for shard in shards:
         ours, quiet = load_file(tmp_path / "ckpt" / shard), load_file(tmp_path / "quiet" / shard)
         assert ours.keys() == quiet.keys()
