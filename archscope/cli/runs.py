@@ -128,7 +128,8 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
             prompt_len=prompt_len, new_tokens=new_tokens, seed=seed, weights=weights_dir,
             overrides=overrides, fmt=fmt)
     from archscope.progress import progress_bar
-    from archscope.measure.profile import ProfileOptions, profile as run_profile, progress_units
+    from archscope.measure.preflight import progress_units
+    from archscope.measure.profile import ProfileOptions, profile as run_profile
     from archscope.measure.timing import to_torch_dtype
 
     options = ProfileOptions(
@@ -142,7 +143,7 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
         from archscope.weights.loader import open_checkpoint
 
         open_checkpoint(weights_dir, spec, to_torch_dtype(options.dtype))
-    with progress_bar("profile", progress_units(options)) as tick:
+    with progress_bar("profile", progress_units(spec, options)) as tick:
         record = run_profile(spec, options, progress=tick)
     if fmt == "json":
         _echo_json(record)

@@ -46,13 +46,6 @@ from archscope.spec import ModelSpec
 Progress = Callable[[str], None]
 
 
-def progress_units(o: ProfileOptions) -> int:
-    """How many times `profile` calls its progress callback (for a progress bar's total)."""
-    runs = o.warmup + o.repeats
-    hf = o.warmup + 1 if o.compare_hf else 0
-    return 3 + runs + hf + o.breakdown + (runs if o.compile else 0)
-
-
 @dataclass
 class Run:
     """The model under test and what its runs share: one cache, one prompt, one decode step."""
@@ -70,14 +63,14 @@ class Run:
 
 def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None = None) -> dict:
     """Measure `spec`, with random weights or the checkpoint `options.weights` (see the
-    module doc); returns the record."""
+    module doc); returns the record. `progress(label)` after each step
+    (preflight.progress_units counts them)."""
     o, tick = options, progress or (lambda _label: None)
     check_options(spec, o)
     device = resolve_device(o.device)
     needed = check_fits(spec, o, device)  # before anything is allocated
     compiled = compiles(o, device)
-    linear_kernels = choose_linear_kernels(spec, o, device)  # what the model's products run
-    tick("kernels chosen")  # (timed on a CPU: tens of seconds on a small one)
+    linear_kernels = choose_linear_kernels(spec, o, device, tick)  # what its products run
     local = roofline.calibrate(device.type, o.dtype)  # the ceiling: fastest streaming read
     hardware = predicted.roofline_hardware(spec, o, device)
     tick("calibrated")

@@ -39,7 +39,8 @@ def draws(err: str, command: str) -> list[tuple[int, int | None, str]]:
         bar = re.match(rf"{command}: +(?:\d+%\|[^|]*\| *)?(\d+)(?:/(\d+))?\w* \[([^\]]*)\]", line)
         if bar:
             done, total, inside = bar.groups()
-            label = inside.split(", ")[2] if inside.count(", ") == 2 else ""  # time, rate, label
+            parts = inside.split(", ", 2)  # time, rate, then the label (if any)
+            label = parts[2] if len(parts) == 3 else ""
             found.append((int(done), total and int(total), label))
     return found
 
@@ -87,9 +88,12 @@ def test_profile_shows_each_phase(run_cli, forced, spec_file):
     assert code == 0, err
     record = json.loads(out)
     assert (record["warmup"], record["repeats"]) == (2, 2)
-    assert moved_through(err, "profile") == [  # total = progress_units: checked in moved_through
-        "kernels chosen", "calibrated", "built", "warm-up 1/2", "warm-up 2/2", "repeat 1/2",
-        "repeat 2/2", "breakdown"]
+    labels = moved_through(err, "profile")  # the total (preflight.progress_units) checked there
+    timed = [label for label in labels if label.startswith("kernel ")]  # first, on a CPU
+    assert {f"kernel {k['rows']}x{k['cols']} at {k['tokens']} tokens"
+            for k in record["linear_kernels"]} == set(timed) and labels[:len(timed)] == timed
+    assert labels[len(timed):] == ["calibrated", "built", "warm-up 1/2", "warm-up 2/2",
+                                   "repeat 1/2", "repeat 2/2", "breakdown"]
 
 
 def test_report_shows_each_model_page_and_figure(run_cli, forced, monkeypatch, tmp_path):
@@ -140,3 +144,19 @@ def test_the_bar_shows_on_a_terminal_or_when_asked(run_cli, monkeypatch, setting
     assert json.loads(out)["agrees"]
     no_bar(out)
     assert bool(draws(err, "plan")) == shown
+
+
+def test_profile_counts_the_compiled_check_when_compiling_by_default(monkeypatch):
+    """On CUDA the step compiles unless told not to: the total counts its eager check then,
+    as it does for --compile (the bar would otherwise run past its end)."""
+    import torch
+
+    from archscope.measure import preflight
+    from archscope.measure.preflight import ProfileOptions, progress_units
+
+    monkeypatch.setattr(preflight, "resolve_device", lambda _name: torch.device("cuda"))
+    spec = tiny_spec()
+    steps = {compile_: progress_units(spec, ProfileOptions(device="cuda", prompt_len=8,
+                                                            new_tokens=4, compile=compile_))
+             for compile_ in (None, True, False)}
+    assert steps[None] == steps[True] > steps[False]
