@@ -152,16 +152,18 @@ def _products(spec: ModelSpec, o: ProfileOptions):
 
 def progress_units(spec: ModelSpec, o: ProfileOptions) -> int:
     """How many times `profile` calls its progress callback (a progress bar's total): each
-    product timed (on a CPU: choose_linear_kernels), the calibration, the build, each warm-up
-    and repeat, transformers' build and warm-ups, the breakdown, and the compiled step's eager
-    check. The options are checked first, as `profile` checks them."""
+    product timed (on a CPU: choose_linear_kernels), the calibration, each layer's random
+    weights drawn (nn.build), the build, each warm-up and repeat, transformers' build and
+    warm-ups, the breakdown, and the compiled step's eager check. The options are checked
+    first, as `profile` checks them."""
     check_options(spec, o)
     device = resolve_device(o.device)
     products = _products(spec, o) if device.type == "cpu" else None
     runs = o.warmup + o.repeats
     hf = o.warmup + 1 if o.compare_hf else 0
-    return (2 + (len(products.decode) + len(products.prefill) if products else 0) + runs + hf
-            + o.breakdown + (runs if compiles(o, device) else 0))
+    drawn = len(spec.plan) if o.weights is None else 0
+    return (2 + (len(products.decode) + len(products.prefill) if products else 0) + drawn
+            + runs + hf + o.breakdown + (runs if compiles(o, device) else 0))
 
 
 def compiles(o: ProfileOptions, device) -> bool:

@@ -127,7 +127,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
 def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, compiled: bool,
              tick) -> Run:
     """Build (or load) the model, its cache and prompt; run the warm-ups."""
-    model, spec, weights = _model(spec, o, device, to_torch_dtype(o.dtype))
+    model, spec, weights = _model(spec, o, device, to_torch_dtype(o.dtype), tick)
     generator = torch.Generator().manual_seed(o.seed)
     prompt = torch.randint(0, spec.vocab_size, (o.batch, o.prompt_len), generator=generator)
     step, step_kind = decode_step(model, compiled, device)
@@ -167,10 +167,11 @@ def _sizes(run: Run, o: ProfileOptions) -> dict:
             "kv_cache_bytes_estimated": record.at(o.context).cache.bytes}
 
 
-def _model(spec: ModelSpec, o: ProfileOptions, device: torch.device, dtype: torch.dtype):
-    """(model, spec, weights label): random-init, or the checkpoint checked against `spec`."""
+def _model(spec: ModelSpec, o: ProfileOptions, device: torch.device, dtype: torch.dtype, tick):
+    """(model, spec, weights label): random-init (a tick per layer drawn), or the checkpoint
+    checked against `spec` (read under the loader's own bar)."""
     if o.weights is None:
-        model, weights = build_model(spec, device, dtype, o.seed), "random-init"
+        model, weights = build_model(spec, device, dtype, o.seed, tick), "random-init"
     else:
         from archscope.weights.loader import load_checkpoint
 

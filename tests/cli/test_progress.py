@@ -36,7 +36,9 @@ def draws(err: str, command: str) -> list[tuple[int, int | None, str]]:
     """(steps done, total or None, label) of each time `command`'s bar was drawn in `err`."""
     found = []
     for line in re.split(r"[\r\n]", err):
-        bar = re.match(rf"{command}: +(?:\d+%\|[^|]*\| *)?(\d+)(?:/(\d+))?\w* \[([^\]]*)\]", line)
+        # "plan:  25%|██▌  | 1/4 [00:00<00:01, 2.96step/s, rank 0 built]"; no total: "3step ["
+        bar = re.match(rf"{re.escape(command)}: +(?:\d+%\|[^|]*\| *)?"
+                       r"(\d+)(?:/(\d+))?\w* \[([^\]]*)\]", line)
         if bar:
             done, total, inside = bar.groups()
             parts = inside.split(", ", 2)  # time, rate, then the label (if any)
@@ -92,8 +94,28 @@ def test_profile_shows_each_phase(run_cli, forced, spec_file):
     timed = [label for label in labels if label.startswith("kernel ")]  # first, on a CPU
     assert {f"kernel {k['rows']}x{k['cols']} at {k['tokens']} tokens"
             for k in record["linear_kernels"]} == set(timed) and labels[:len(timed)] == timed
-    assert labels[len(timed):] == ["calibrated", "built", "warm-up 1/2", "warm-up 2/2",
-                                   "repeat 1/2", "repeat 2/2", "breakdown"]
+    layers = yaml.safe_load(open(spec_file))["n_layers"]
+    assert labels[len(timed):] == ["calibrated", *(f"layer {k}/{layers}" for k in
+                                                   range(1, layers + 1)),
+                                   "built", "warm-up 1/2", "warm-up 2/2", "repeat 1/2",
+                                   "repeat 2/2", "breakdown"]
+
+
+@pytest.mark.slow
+def test_profile_of_a_checkpoint_counts_its_steps_too(run_cli, forced, spec_file, tmp_path):
+    """No layer is drawn: the weights are read (under the loader's own bar, also on stderr)."""
+    folder = tmp_path / "ckpt"
+    code, _, err = run_cli("make-checkpoint", spec_file, "--weights", str(folder), "--dtype",
+                           "fp32")
+    assert code == 0, err
+    code, out, err = run_cli("profile", spec_file, "--weights", str(folder), "--prompt-len",
+                             "4", "--new-tokens", "3", "--repeats", "1", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["weights"] == str(folder)
+    labels = moved_through(err, "profile")
+    assert labels[-3:] == ["built", "warm-up 1/1", "repeat 1/1"]
+    assert not any(label.startswith("layer ") for label in labels)
+    assert draws(err, f"loading {folder.name}")  # the loader's bar, the same helper's
 
 
 def test_report_shows_each_model_page_and_figure(run_cli, forced, monkeypatch, tmp_path):
