@@ -52,9 +52,9 @@ PACKAGE = "archscope"
 MAX_LINES = 300
 
 ANY = "*"
-PURE = {"errors", "units", "writes", "reads", "interrupts", "tables"}  # leaves (stdlib, and
-# tabulate for tables): error types, numbers, safe writes, safe reads, signals while writing,
-# markdown and CSV tables
+PURE = {"errors", "units", "writes", "reads", "interrupts", "tables", "progress"}  # leaves
+# (stdlib, tabulate for tables, tqdm for progress): error types, numbers, safe writes, safe
+# reads, signals while writing, markdown and CSV tables, the progress bar on stderr
 # unit -> the units it may import besides itself; lower layers first. To add a subpackage, add a
 # row here (and its name to the rows of the units that may use it).
 LAYERS: dict[str, set[str] | str] = {
@@ -65,6 +65,7 @@ LAYERS: dict[str, set[str] | str] = {
     "writes": {"errors", "interrupts", "reads"},
     "reads": {"errors"},  # stdlib only: regular files within a size limit, never blocking
     "tables": set(),  # tabulate and csv: rows -> markdown or CSV
+    "progress": set(),  # tqdm: the long steps' bar on stderr
     "devices": {"errors"},  # torch/psutil only: device names and free memory
     "spec": PURE,  # no torch: YAML and config.json <-> ModelSpec
     "kinds": {"spec"} | PURE,  # names torch modules by import path, never imports them

@@ -104,16 +104,14 @@ def report(out, data_dir, claims_dir):
     copied = inputs.input_files(claims_dir, data_dir)
     claims = _claims_page(claims_dir)
     specs = [load_spec(name) for name in preset_names()]
-    from tqdm import tqdm
+    from archscope.progress import progress_bar
+    from archscope.report.pages.build import build_reports, progress_units
 
-    from archscope.report.pages.build import build_reports
-
-    with tqdm(total=len(specs) + 3, desc="report", unit="step", file=sys.stderr, leave=False,
-              disable=None) as bar:
-        families = coverage_record()
-        bar.update()
-        files = build_reports(specs, profiles, claims, progress=lambda _label: bar.update(),
-                              benchmarks=benchmarks, families=families)
+    with progress_bar("report", 1 + progress_units(len(specs))) as tick:
+        families = coverage_record()  # imports transformers: seconds
+        tick("families")
+        files = build_reports(specs, profiles, claims, progress=tick, benchmarks=benchmarks,
+                              families=families)
     files.update(copied)
     write_tree_atomic(out, files, what="--out folder")  # all files, or none of them
     click.echo(f"wrote {len(files)} files under {out}", err=True)

@@ -129,9 +129,9 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
             "bf16" if device.startswith("cuda") else "fp32"), batch=batch,
             prompt_len=prompt_len, new_tokens=new_tokens, seed=seed, weights=weights_dir,
             overrides=overrides, fmt=fmt)
-    from tqdm import tqdm
-
-    from archscope.measure.profile import ProfileOptions, profile as run_profile, progress_units
+    from archscope.progress import progress_bar
+    from archscope.measure.preflight import progress_units
+    from archscope.measure.profile import ProfileOptions, profile as run_profile
     from archscope.measure.timing import to_torch_dtype
 
     options = ProfileOptions(
@@ -146,10 +146,8 @@ def profile(model, device, weights_dir, dtype, batch, prompt_len, new_tokens, ov
         from archscope.weights.loader import open_checkpoint
 
         open_checkpoint(weights_dir, spec, to_torch_dtype(options.dtype))
-    with tqdm(total=progress_units(options), desc="profile", unit="step", file=sys.stderr,
-              leave=False, disable=None) as bar:
-        record = run_profile(spec, options, progress=lambda label: (bar.set_postfix_str(label),
-                                                                    bar.update()))
+    with progress_bar("profile", progress_units(spec, options)) as tick:
+        record = run_profile(spec, options, progress=tick)
     if fmt in ("json", "csv"):  # csv: the record as one row (tables.flat)
         _echo_records([record], fmt) if fmt == "csv" else _echo_json(record)
     else:
@@ -271,18 +269,18 @@ def make_checkpoint(model, weights_dir, overrides, dtype, shard_size, seed, devi
       archscope make-checkpoint gpt2 --weights /tmp/gpt2 --shard-size 100MB --dtype fp32
     """
     from archscope.measure.timing import to_torch_dtype
+    from archscope.progress import progress_bar
     from archscope.spec import load_spec
-    from archscope.weights.writer import parse_size, write_checkpoint
+    from archscope.weights.writer import (check_target, parse_size, progress_units,
+                                          write_checkpoint)
 
-    from tqdm import tqdm
-
-    spec = load_spec(model, overrides)
-    with tqdm(desc="make-checkpoint", unit="step", file=sys.stderr, leave=False,
-              disable=None) as bar:
+    spec, shard_bytes = load_spec(model, overrides), parse_size(shard_size)
+    check_target(weights_dir, force)  # before the steps are counted (on meta, yet a build)
+    steps = progress_units(spec, to_torch_dtype(dtype), shard_bytes)
+    with progress_bar("make-checkpoint", steps) as tick:
         summary = write_checkpoint(spec, weights_dir, dtype=to_torch_dtype(dtype), seed=seed,
-                                   shard_size=parse_size(shard_size), device=device, force=force,
-                                   progress=lambda label: (bar.set_postfix_str(label),
-                                                           bar.update()))
+                                   shard_size=shard_bytes, device=device, force=force,
+                                   progress=tick)
     click.echo(f"wrote {summary['folder']}: {spec.name} as {summary['model_type']}, "
                f"{summary['tensors']} tensors in {len(summary['files'])} file(s), "
                f"{summary['bytes'] / 1e9:,.3f} GB ({dtype}); tokenizer with "

@@ -48,9 +48,14 @@ def plan(model, tp, ep, overrides, fmt):
     spec = load_spec(model, overrides)
     check_plan_size(spec, tp)  # both before torch.distributed is imported: refused at once
     check_supported(spec, tp, ep)
-    from archscope.distributed.meta_plan import plan_ranks
+    from archscope.progress import progress_bar
 
-    record = plan_ranks(spec, tp, ep)
+    # the bar is up before torch is imported (seconds); then each rank is built and stepped
+    with progress_bar("plan", 1 + 2 * tp) as tick:
+        from archscope.distributed.meta_plan import plan_ranks
+
+        tick("torch imported")
+        record = plan_ranks(spec, tp, ep, progress=tick)
     record["overrides"] = list(overrides)
     if fmt == "json":
         _echo_json(record)

@@ -6,6 +6,7 @@ nothing is sent, so a full-size model (DeepSeek-V3 over 8 ranks) takes seconds."
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -16,10 +17,11 @@ from archscope.distributed.support import check_plan_size, check_supported
 from archscope.spec import ModelSpec
 
 
-def plan_ranks(spec: ModelSpec, tp: int, ep: int = 1, dtype: torch.dtype = torch.bfloat16
-               ) -> dict:
+def plan_ranks(spec: ModelSpec, tp: int, ep: int = 1, dtype: torch.dtype = torch.bfloat16,
+               progress: Callable[[str], None] = lambda _label: None) -> dict:
     """{model, tp, ep, dtype, ranks: [...], agrees, seconds}; InputError before any rank for a
-    split the plan or the run refuses."""
+    split the plan or the run refuses. `progress(label)` after each rank is built and after it
+    is stepped: 2 * tp calls, seconds apart for a large model."""
     check_plan_size(spec, tp)
     check_supported(spec, tp, ep)
     if dist.is_initialized():
@@ -29,7 +31,9 @@ def plan_ranks(spec: ModelSpec, tp: int, ep: int = 1, dtype: torch.dtype = torch
         dist.init_process_group("fake", rank=rank, world_size=tp)
         try:
             mesh = init_device_mesh("cpu", (tp,))
-            ranks.append({"rank": rank, **meta_rank(spec, mesh, tp, ep, dtype)})
+            figures = meta_rank(spec, mesh, tp, ep, dtype,  # (called before `rank` moves on)
+                                lambda done: progress(f"rank {rank} {done}"))
+            ranks.append({"rank": rank, **figures})
         finally:
             dist.destroy_process_group()
     agrees = all(r["params"] == r["params_planned"]

@@ -3,6 +3,8 @@ fake process group) and the launched ranks of `archscope profile --tp`."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import nn
 
@@ -49,15 +51,19 @@ def compare_step(spec: ModelSpec, plan: ParallelSplit, measured, tokens: int, tp
             "collectives": as_rows(measured), "collectives_planned": as_rows(expected)}
 
 
-def meta_rank(spec: ModelSpec, mesh, tp: int, ep: int, dtype: torch.dtype) -> dict:
+def meta_rank(spec: ModelSpec, mesh, tp: int, ep: int, dtype: torch.dtype,
+              progress: Callable[[str], None] = lambda _label: None) -> dict:
     """Build, shard and step this rank's model on the meta device: nothing is allocated and
-    nothing is sent (a fake process group), yet every shape and collective is the real one."""
+    nothing is sent (a fake process group), yet every shape and collective is the real one.
+    `progress(label)` after the build and after the step (each seconds for a large model)."""
     model = shard_model(build_model(spec, "meta", dtype), mesh)
+    progress("built")
     params, _ = held(model)
     plan = planned(spec, tp, ep, dtype)
     cache = model.new_cache(1, 2)
     cache.length = 1  # as if one token were cached (on meta a prefill would only cost time)
     ids = torch.zeros(1, 1, dtype=torch.long, device="meta")
     measured, _ = decode_step_collectives(model, ids, cache)
+    progress("stepped")
     return {"params": params, "params_planned": plan.params_per_gpu,
             **compare_step(spec, plan, measured, 1, tp)}

@@ -269,16 +269,20 @@ def fastest(m: Linear, dtype: str, device: str, step_bytes: float,
     return best, times[best]
 
 
-def measure(workload: Workload, device: str = "cpu", packed: bool = False) -> Rates:
+def measure(workload: Workload, device: str = "cpu", packed: bool = False,
+            progress=None) -> Rates:
     """The workload's effective decode bandwidth and prefill FLOP/s on the kernels chosen for
     it (see the module doc; `fastest` records each choice); `packed`: its dense weights packed
-    as `profile --pack-weights` packs them, where this CPU can."""
+    as `profile --pack-weights` packs them, where this CPU can; `progress(label)` after each
+    product of workload.decode, then of workload.prefill, is timed."""
     dec_bytes = sum(m.count * m.nbytes for m in workload.decode)  # a step's weights
     chosen = {}
 
     def seconds(m: Linear) -> float:
         kernel, took = fastest(m, workload.dtype, device, dec_bytes, packed)
         chosen[(m.rows, m.cols, m.tokens)] = kernel
+        if progress is not None:
+            progress(f"kernel {m.rows}x{m.cols} at {m.tokens} tokens")
         return took
 
     dec_s = sum(m.count * seconds(m) for m in workload.decode)

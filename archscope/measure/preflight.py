@@ -129,19 +129,41 @@ def pack_weights_if_they_fit(model, device: torch.device) -> int:
     return pack_weights(model)
 
 
-def choose_linear_kernels(spec: ModelSpec, o: ProfileOptions, device: torch.device) -> list:
+def choose_linear_kernels(spec: ModelSpec, o: ProfileOptions, device: torch.device,
+                          progress=None) -> list:
     """On a CPU, time the candidate kernels of every dense product the run makes, at its
     shapes, and record the fastest for the model to run (archscope.hardware.kernels); the
-    choices, for the record (none elsewhere: a GPU runs F.linear)."""
+    choices, for the record (none elsewhere: a GPU runs F.linear). `progress(label)` after
+    each product is timed (tens of seconds in all on a small CPU)."""
     if device.type != "cpu":
         return []
-    from archscope.estimate.kernel_shapes import workload
     from archscope.hardware import kernels
 
-    products = workload(spec, o.dtype, o.batch, o.prompt_len, weight_format=o.weight_format)
-    rates = kernels.measure(products, "cpu", o.pack_weights)
+    rates = kernels.measure(_products(spec, o), "cpu", o.pack_weights, progress)
     return [{"rows": rows, "cols": cols, "tokens": tokens, "kernel": kernel}
             for rows, cols, tokens, kernel in rates.kernels]
+
+
+def _products(spec: ModelSpec, o: ProfileOptions):
+    from archscope.estimate.kernel_shapes import workload
+
+    return workload(spec, o.dtype, o.batch, o.prompt_len, weight_format=o.weight_format)
+
+
+def progress_units(spec: ModelSpec, o: ProfileOptions) -> int:
+    """How many times `profile` calls its progress callback (a progress bar's total): each
+    product timed (on a CPU: choose_linear_kernels), the calibration, each layer's random
+    weights drawn (nn.build), the build, each warm-up and repeat, transformers' build and
+    warm-ups, the breakdown, and the compiled step's eager check. The options are checked
+    first, as `profile` checks them."""
+    check_options(spec, o)
+    device = resolve_device(o.device)
+    products = _products(spec, o) if device.type == "cpu" else None
+    runs = o.warmup + o.repeats
+    hf = o.warmup + 1 if o.compare_hf else 0
+    drawn = len(spec.plan) if o.weights is None else 0
+    return (2 + (len(products.decode) + len(products.prefill) if products else 0) + drawn
+            + runs + hf + o.breakdown + (runs if compiles(o, device) else 0))
 
 
 def compiles(o: ProfileOptions, device) -> bool:

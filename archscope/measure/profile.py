@@ -46,13 +46,6 @@ from archscope.spec import ModelSpec
 Progress = Callable[[str], None]
 
 
-def progress_units(o: ProfileOptions) -> int:
-    """How many times `profile` calls its progress callback (for a progress bar's total)."""
-    runs = o.warmup + o.repeats
-    hf = o.warmup + 1 if o.compare_hf else 0
-    return 2 + runs + hf + o.breakdown + (runs if o.compile else 0)
-
-
 @dataclass
 class Run:
     """The model under test and what its runs share: one cache, one prompt, one decode step."""
@@ -70,13 +63,14 @@ class Run:
 
 def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None = None) -> dict:
     """Measure `spec`, with random weights or the checkpoint `options.weights` (see the
-    module doc); returns the record."""
+    module doc); returns the record. `progress(label)` after each step
+    (preflight.progress_units counts them)."""
     o, tick = options, progress or (lambda _label: None)
     check_options(spec, o)
     device = resolve_device(o.device)
     needed = check_fits(spec, o, device)  # before anything is allocated
     compiled = compiles(o, device)
-    linear_kernels = choose_linear_kernels(spec, o, device)  # what the model's products run
+    linear_kernels = choose_linear_kernels(spec, o, device, tick)  # what its products run
     local = roofline.calibrate(device.type, o.dtype)  # the ceiling: fastest streaming read
     hardware = predicted.roofline_hardware(spec, o, device)
     tick("calibrated")
@@ -133,7 +127,7 @@ def profile(spec: ModelSpec, options: ProfileOptions, progress: Progress | None 
 def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, compiled: bool,
              tick) -> Run:
     """Build (or load) the model, its cache and prompt; run the warm-ups."""
-    model, spec, weights = _model(spec, o, device, to_torch_dtype(o.dtype))
+    model, spec, weights = _model(spec, o, device, to_torch_dtype(o.dtype), tick)
     generator = torch.Generator().manual_seed(o.seed)
     prompt = torch.randint(0, spec.vocab_size, (o.batch, o.prompt_len), generator=generator)
     step, step_kind = decode_step(model, compiled, device)
@@ -144,9 +138,9 @@ def _prepare(spec: ModelSpec, o: ProfileOptions, device: torch.device, compiled:
     run = Run(model, spec, weights, model.new_cache(o.batch, o.context), prompt.to(device),
               step, step_kind, quantization=quantization)
     tick("built")
-    for _ in range(o.warmup):
+    for k in range(1, o.warmup + 1):
         run.tokens = timed_generation(model, step, run.prompt, run.cache, o.new_tokens)[0]
-        tick("warm-up")
+        tick(f"warm-up {k}/{o.warmup}")
     return run
 
 
@@ -173,10 +167,11 @@ def _sizes(run: Run, o: ProfileOptions) -> dict:
             "kv_cache_bytes_estimated": record.at(o.context).cache.bytes}
 
 
-def _model(spec: ModelSpec, o: ProfileOptions, device: torch.device, dtype: torch.dtype):
-    """(model, spec, weights label): random-init, or the checkpoint checked against `spec`."""
+def _model(spec: ModelSpec, o: ProfileOptions, device: torch.device, dtype: torch.dtype, tick):
+    """(model, spec, weights label): random-init (a tick per layer drawn), or the checkpoint
+    checked against `spec` (read under the loader's own bar)."""
     if o.weights is None:
-        model, weights = build_model(spec, device, dtype, o.seed), "random-init"
+        model, weights = build_model(spec, device, dtype, o.seed, tick), "random-init"
     else:
         from archscope.weights.loader import load_checkpoint
 
@@ -203,12 +198,12 @@ def _repeats(run: Run, hf, o: ProfileOptions, tick):
     """Timed runs; with transformers, the two alternate. Returns the [(prefill s, decode s)]
     of each (transformers' empty without it)."""
     ours, theirs = [], []
-    for _ in range(o.repeats):
+    for k in range(1, o.repeats + 1):
         ours.append(timed_generation(run.model, run.step, run.prompt, run.cache,
                                      o.new_tokens)[1:])
         if hf is not None:
             theirs.append(hf_timed_generation(hf, run.prompt, o.new_tokens)[1:])
-        tick("repeat")
+        tick(f"repeat {k}/{o.repeats}")
     return ours, theirs
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import nn
 
@@ -11,8 +13,10 @@ from archscope.spec.schema import ModelSpec
 
 
 def build_model(spec: ModelSpec, device: str | torch.device = "cpu",
-                dtype: torch.dtype = torch.float32, seed: int | None = 0) -> DecoderLM:
-    """The network for `spec`. Off the meta device its weights are random (std 0.02, seeded).
+                dtype: torch.dtype = torch.float32, seed: int | None = 0,
+                progress: Callable[[str], None] | None = None) -> DecoderLM:
+    """The network for `spec`. Off the meta device its weights are random (std 0.02, seeded);
+    `progress("layer k/n")` after each layer's are drawn (seconds each for a large model).
 
     Modules are constructed on meta first, so no time goes into default initialisers and no
     memory is touched until the weights are materialised once, directly on `device`.
@@ -23,21 +27,27 @@ def build_model(spec: ModelSpec, device: str | torch.device = "cpu",
         return model.eval()
     model = model.to_empty(device=device)
     model.tie_weights()
-    init_weights(model, seed)
+    init_weights(model, seed, progress)
     return model.eval()
 
 
 @torch.no_grad()
-def init_weights(model: nn.Module, seed: int | None = 0) -> None:
+def init_weights(model: nn.Module, seed: int | None = 0,
+                 progress: Callable[[str], None] | None = None) -> None:
     """Normal(0, 0.02) matrices and embeddings, zero biases, unit norm scales (a (1 + weight)
     RMSNorm's weight is 0: norm.unit_offset); a module with `init_own_weights` (the state
     mixers: per-head decays and step sizes) then sets its own. A sharded model (DTensor
-    parameters, archscope.distributed) fills each rank's local shard."""
+    parameters, archscope.distributed) fills each rank's local shard. `progress`: see
+    build_model (the draws and their order are the same with it or without)."""
     generator = None
     if seed is not None:
         device = local(next(model.parameters())).device
         generator = torch.Generator(device=device).manual_seed(seed)
-    for module in model.modules():
+    layers = {id(layer): k for k, layer in enumerate(getattr(model, "layers", ()))}
+    drawn = progress or (lambda _label: None)
+    for module in model.modules():  # depth first: a layer, then all its parts
+        if layers.get(id(module)):  # layer k starts: the layers before it are drawn
+            drawn(f"layer {layers[id(module)]}/{len(layers)}")
         if isinstance(module, (nn.Linear, nn.Embedding)):
             local(module.weight).normal_(0.0, 0.02, generator=generator)
         for name, param in module.named_parameters(recurse=False):
@@ -53,6 +63,8 @@ def init_weights(model: nn.Module, seed: int | None = 0) -> None:
         own = getattr(module, "init_own_weights", None)  # a state mixer's decays and steps
         if own is not None:
             own()
+    if layers:
+        drawn(f"layer {len(layers)}/{len(layers)}")
 
 
 def count_parameters(model: nn.Module) -> int:

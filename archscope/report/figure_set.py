@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import matplotlib
 
 from archscope.report.figures import (RC, flops_figure, kv_cache_figure, params_figure,
@@ -18,11 +20,17 @@ PATHS = {  # alt text -> path under the report folder
 }
 
 
-def all_figures(records: list[dict]) -> dict[str, bytes]:
-    """Path under the report folder -> PNG bytes, for every figure (one per model too)."""
+def all_figures(records: list[dict], progress: Callable[[str], None] | None = None
+                ) -> dict[str, bytes]:
+    """Path under the report folder -> PNG bytes, for every figure (one per model too);
+    `progress(path)` after each figure (each takes about a second)."""
+    tick = progress or (lambda _path: None)
     makers = [kv_cache_figure, params_figure, flops_figure, weights_figure, cache_state_figure]
+    drawn = [(path, lambda make=make: make(records)) for path, make in zip(PATHS.values(), makers)]
+    drawn += [(model_path(r["name"]), lambda r=r: model_figure(r, records)) for r in records]
+    files = {}
     with matplotlib.style.context("default"), matplotlib.rc_context(RC):
-        files = {path: png_bytes(make(records)) for path, make in zip(PATHS.values(), makers)}
-        files.update({model_path(r["name"]): png_bytes(model_figure(r, records))
-                      for r in records})
+        for path, draw in drawn:
+            files[path] = png_bytes(draw())
+            tick(path)
     return files

@@ -6,22 +6,21 @@ file headers, the memory checked, and only then the weights read, one tensor at 
 read onto its device, renamed (and split/transposed) through the weight-name table, cast and
 assigned in place of its meta parameter. No second copy of the model exists at any moment.
 A tensor holding NaN or inf is refused as it is read (one `isfinite` pass per tensor), and a
-progress bar (stderr, on a terminal only) counts the tensors read.
+progress bar (archscope.progress: stderr, on a terminal only) counts the tensors read.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from archscope.errors import CheckpointError
 from archscope.nn.build import build_model
 from archscope.nn.model import DecoderLM
+from archscope.progress import progress_bar
 from archscope.spec import ModelSpec
 from archscope.weights import experts
 from archscope.weights.files import (CheckpointFiles, check_entries, find_checkpoint,
@@ -134,8 +133,8 @@ def _read_into(model: DecoderLM, table, ckpt: CheckpointFiles, skip: set[str],
     read_on = placement.main if placement.device_map is None else torch.device("cpu")
     wanted = set(ckpt.tensors) - skip
     pending: dict = {}  # slices of one of our tensors (a `part` rule's), until all have come
-    with tqdm(total=len(wanted), desc=f"loading {Path(ckpt.folder).name}", unit="tensor",
-              file=sys.stderr, leave=False, disable=None if progress else True) as bar:
+    with progress_bar(f"loading {Path(ckpt.folder).name}", len(wanted), "tensor",
+                      shown=progress) as tick:
         for file, name, tensor in experts.tensors(ckpt, wanted, read_on, finite_reader):
             ours, unmatched = hf_to_ours(table, {name: tensor}, our_shapes)
             if unmatched:  # check_tensors accepted it, so the table must map it
@@ -149,7 +148,7 @@ def _read_into(model: DecoderLM, table, ckpt: CheckpointFiles, skip: set[str],
                     target = placement.storage(our_name)
                     assign(model, our_name, part.to(device=target, dtype=dtype).contiguous())
             del tensor, ours  # one tensor at a time
-            bar.update()
+            tick()
 
 
 def assign(model: nn.Module, name: str, tensor: torch.Tensor) -> None:

@@ -61,7 +61,8 @@ def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype 
                      seed: int = 0, shard_size: int = 5 * 10**9, device: str = "cpu",
                      force: bool = False, progress: Callable[[str], None] | None = None) -> dict:
     """Write the checkpoint; returns a summary (files, tensors, bytes, tokenizer vocab).
-    `progress(label)` is called after each step (weights drawn, each shard, the tokenizer).
+    `progress(label)` is called after each step: each layer's weights drawn ("layer k/n"),
+    each shard written (its file name), the tokenizer trained.
 
     The folder is checked before anything is built; everything is written into a hidden
     `.NAME.PID-XXXXXX.partial` folder beside it, removed on any failure, Ctrl-C or SIGTERM; an
@@ -88,8 +89,7 @@ def write_checkpoint(spec: ModelSpec, folder: str | Path, *, dtype: torch.dtype 
             _make_folders(parent, made)
             tmp.mkdir(mode=0o700)
             tick = progress or (lambda _label: None)
-            model = build_model(spec, device, dtype, seed)
-            tick("weights drawn")
+            model = build_model(spec, device, dtype, seed, progress=tick)
             summary = _write_all(spec, model_type, tmp, model, shard_size, tick)
             del model
             _usual_permissions(tmp)
@@ -156,15 +156,7 @@ def write_shards(tensors: dict[str, torch.Tensor], out: Path, shard_size: int,
     own), layer by layer; an index when there is more than one. Returns the file names."""
     from safetensors.torch import save_file
 
-    shards: list[list[str]] = [[]]
-    size = 0
-    for name in sorted(tensors, key=_layer_order):
-        nbytes = tensors[name].numel() * tensors[name].element_size()
-        if shards[-1] and size + nbytes > shard_size:
-            shards.append([])
-            size = 0
-        shards[-1].append(name)
-        size += nbytes
+    shards = shard_groups(tensors, shard_size)
     n = len(shards)
     files = ["model.safetensors"] if n == 1 else \
         [f"model-{k + 1:05d}-of-{n:05d}.safetensors" for k in range(n)]
@@ -178,6 +170,35 @@ def write_shards(tensors: dict[str, torch.Tensor], out: Path, shard_size: int,
                  "weight_map": {k: f for f, names in zip(files, shards) for k in names}}
         (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
     return files
+
+
+def shard_groups(tensors: dict[str, torch.Tensor], shard_size: int) -> list[list[str]]:
+    """The tensor names of each shard, layer by layer: at most `shard_size` bytes each (a
+    larger tensor gets a shard of its own). Shapes and dtypes only: meta tensors do."""
+    shards: list[list[str]] = [[]]
+    size = 0
+    for name in sorted(tensors, key=_layer_order):
+        nbytes = tensors[name].numel() * tensors[name].element_size()
+        if shards[-1] and size + nbytes > shard_size:
+            shards.append([])
+            size = 0
+        shards[-1].append(name)
+        size += nbytes
+    return shards
+
+
+def progress_units(spec: ModelSpec, dtype: torch.dtype, shard_size: int) -> int:
+    """How many times `write_checkpoint` calls its progress callback: each layer drawn, each
+    shard written, the tokenizer (counted on the meta device: nothing is allocated)."""
+    from archscope.nn.build import build_model
+    from archscope.spec.hf import spec_to_hf_config
+    from archscope.weights.mapping import ours_to_hf, table_for
+    from archscope.weights.validate import unique_parameters
+
+    meta = build_model(spec, "meta", dtype)
+    table = table_for(spec_to_hf_config(spec)["model_type"])
+    shards = shard_groups(ours_to_hf(table, unique_parameters(meta)), shard_size)
+    return len(meta.layers) + len(shards) + 1
 
 
 def _layer_order(name: str):

@@ -207,7 +207,9 @@ def test_a_bf16_checkpoint_with_a_nan_is_refused(run_cli, tmp_path):
 # -- item 7: a progress bar while loading ----------------------------------------------------------
 
 def test_loading_counts_every_tensor_on_a_bar_shown_only_on_a_terminal(ckpt, monkeypatch):
-    import archscope.weights.loader as loader
+    import archscope.progress as progress
+
+    monkeypatch.delenv(progress.ENV, raising=False)  # (ARCHSCOPE_PROGRESS=1 would force it)
 
     bars = []
 
@@ -225,7 +227,7 @@ def test_loading_counts_every_tensor_on_a_bar_shown_only_on_a_terminal(ckpt, mon
         def update(self, n=1):
             self.n += n
 
-    monkeypatch.setattr(loader, "tqdm", Bar)
+    monkeypatch.setattr(progress, "tqdm", Bar)
     load_checkpoint(ckpt)
     (bar,) = bars
     assert bar.kwargs["disable"] is None and bar.kwargs["total"] == bar.n == 21

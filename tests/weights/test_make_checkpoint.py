@@ -133,13 +133,23 @@ def test_make_checkpoint_then_generate_round_trip(run_cli, tmp_path):
 
 
 def test_progress_is_reported_per_step(spec_file, tmp_path):
-    """make-checkpoint's progress bar counts: weights drawn, each shard, the tokenizer."""
-    from archscope.spec import load_spec
-    from archscope.weights.writer import write_checkpoint
+    """make-checkpoint's progress bar counts, as counted beforehand: each layer's weights
+    drawn, each shard, the tokenizer; and the weights drawn with progress are those drawn
+    without."""
+    from safetensors.torch import load_file
 
-    labels = []
-    write_checkpoint(load_spec(str(spec_file)), tmp_path / "ckpt", shard_size=10**5,
-                     progress=labels.append)
+    from archscope.spec import load_spec
+    from archscope.weights.writer import progress_units, write_checkpoint
+
+    spec, labels = load_spec(str(spec_file)), []
+    write_checkpoint(spec, tmp_path / "ckpt", shard_size=10**5, progress=labels.append)
+    write_checkpoint(spec, tmp_path / "quiet", shard_size=10**5)
     shards = sorted(p.name for p in (tmp_path / "ckpt").glob("*.safetensors"))
     assert len(shards) > 1
-    assert labels == ["weights drawn", *shards, "tokenizer"]
+    n = spec.n_layers
+    assert labels == [*(f"layer {k}/{n}" for k in range(1, n + 1)), *shards, "tokenizer"]
+    assert progress_units(spec, torch.bfloat16, 10**5) == len(labels)  # the bar's total
+    for shard in shards:
+        ours, quiet = load_file(tmp_path / "ckpt" / shard), load_file(tmp_path / "quiet" / shard)
+        assert ours.keys() == quiet.keys()
+        assert all(torch.equal(ours[k], quiet[k]) for k in ours)

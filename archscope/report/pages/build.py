@@ -65,6 +65,12 @@ def deployment_files(specs: list[ModelSpec]) -> tuple[str, str]:
     return page(head, section_text), json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
+def progress_units(n_models: int) -> int:
+    """How many times `build_reports` calls its progress callback: the estimates, each model's
+    deep dive, the pages, then each figure (the shared ones and one per model)."""
+    return 1 + n_models + 1 + len(PATHS) + n_models
+
+
 def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
                   claims_page: str | None = None, progress: Progress | None = None,
                   benchmarks: dict[str, dict] | None = None,
@@ -101,6 +107,6 @@ def build_reports(specs: Iterable[ModelSpec], profiles: list[dict],
         text["families.md"] = families_page(families["rows"], families["transformers"])
         text[FAMILIES] = json.dumps(families, indent=1, sort_keys=True) + "\n"
     files = {path: body.encode("utf-8") for path, body in text.items()}
-    files.update(all_figures(records))
-    tick("figures")
+    tick("pages")
+    files.update(all_figures(records, tick))
     return dict(sorted(files.items()))
