@@ -57,8 +57,11 @@ NOTE = ("Weights per GPU in the named format (estimate/formats.py: scales includ
         "tensor parallelism splits heads, FFN and vocabulary, MLA's latent cache is held whole "
         "on every GPU, --ep spreads whole experts. TTFT: a prompt of the context length; "
         "TPOT: one step of the batch at the context; a roofline at the cited achievable "
-        "fractions of peak (archscope/hardware/achievable.yaml), so real engines are slower, "
-        "never faster. Each row: `archscope fit MODEL --gpu GPU ...`; GB = 10^9 bytes.")
+        "fractions of peak, each format's kernels at their share of bf16's bandwidth, plus the "
+        "kernel gaps and collective latencies (archscope/hardware/achievable.yaml); the "
+        "reports' profiles page sets fit beside published serving measurements "
+        "(benchmarks/fit_vs_published.py). Each row: `archscope fit MODEL --gpu GPU ...`; "
+        "GB = 10^9 bytes.")
 
 
 def deployment_rows(setups=SETUPS) -> list[dict]:
