@@ -26,7 +26,8 @@ from archscope.claims.result import ClaimResult
 from archscope.claims.stated import StatedError, parse_stated
 from archscope.errors import InputError
 from archscope.reads import read_text
-from archscope.spec import load_spec
+from archscope.spec import load_spec, preset_names
+from archscope.spec.fields import did_you_mean
 from archscope.spec.limits import DOCUMENT_BYTES_MAX
 from archscope.spec.loader import parse_yaml
 
@@ -93,10 +94,14 @@ def _key(r: ClaimResult):
 
 
 def check_document(path: Path, model_map: dict | None = None) -> list[ClaimResult]:
+    """The document's claims, checked; a model the map gives as a file is labelled by the
+    NAME the document uses for it (the file is what was checked)."""
     claims = extract_claims(_read(path), path.name, model_map)
     specs: dict = {}
     results = [_check_found(c, path, specs) for c in claims]
-    return [r for r in results if r is not None]
+    names = {model: name for name, model in (model_map or {}).items()
+             if model not in preset_names()}
+    return [replace(r, model=names.get(r.model, r.model)) for r in results if r is not None]
 
 
 def _unverifiable(c: dict, path: Path, why: str) -> ClaimResult:
@@ -108,8 +113,10 @@ def _unverifiable(c: dict, path: Path, why: str) -> ClaimResult:
 
 def _check_found(c: dict, path: Path, specs: dict) -> ClaimResult | None:
     if c["model"].startswith("?"):
-        return _unverifiable(c, path, f"no preset for {c['model'][1:]!r} (map it with "
-                                      "--model-map NAME=MODEL)")
+        name = c["model"][1:]
+        return _unverifiable(c, path, f"no preset for {name!r}"
+                                      f"{did_you_mean(name.lower(), preset_names())} (map it "
+                                      "with --model-map NAME=MODEL)")
     claim = {k: c[k] for k in KEYS if k in c}
     claim["section"] = c["section"] or "(before any heading)"  # a transcription must name one
     try:
