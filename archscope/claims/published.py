@@ -28,7 +28,7 @@ def unpublished(model: str, quantity: str) -> str:
 def published_alternative(model: str, quantity: str, stated) -> str:
     """The note for a stated number that is a published figure other than the preset's."""
     alt = ALSO_PUBLISHED.get((model, quantity))
-    if alt and (stated.contains(alt[0]) or stated.unit == "K" and
-                stated.contains(alt[0] * 1000 / 1024)):
+    if alt and (stated.agrees(alt[0]) or stated.unit == "K" and
+                stated.agrees(alt[0] * 1000 / 1024)):
         return alt[1]
     return ""

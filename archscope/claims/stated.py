@@ -1,7 +1,12 @@
 """How a document wrote a number, and so how close the computed value must come to agree.
 
-A stated number carries its own precision: "~1.24B" is a rounded figure (agrees within half a
-unit of its last digit, 0.005B), "262,668,288" is exact, "8.39 MB" means 8.39e6 bytes +- 5e3.
+A stated number carries its own precision: "~1.24B" is a rounded figure (half a unit of its last
+digit, 0.005B), "262,668,288" is exact, "8.39 MB" means 8.39e6 bytes +- 5e3. A computed value
+agrees with it within one unit of the last digit (`Stated.agrees`), not half: writers truncate
+("262M" for 262,668,288) and vendors round their own counts their own way (Mistral's "7.3B" for
+7,241,732,096); a number within a unit of the last digit it gives is not an error anyone would
+defend (issue 33). The half-unit precision is what a slip must land in to explain a number that
+is wrong (causes.py).
 Rules, in this order:
 - a product "2,048 x 2,048" or a ratio "4:1" is exact;
 - a number in exponent form ("1e-5") is exact (to float precision);
@@ -72,7 +77,14 @@ class Stated:
         return self.low
 
     def contains(self, x: float) -> bool:
+        """`x` written to the stated precision is the stated number (half a unit)."""
         slack = self.tolerance + 1e-9 * max(abs(self.low), abs(x), 1e-300)
+        return self.low - slack <= x <= self.high + slack
+
+    def agrees(self, x: float) -> bool:
+        """`x` is what the stated number says, rounded or truncated: within one unit of the
+        last stated digit (an exact figure: exactly)."""
+        slack = self.ulp + 1e-9 * max(abs(self.low), abs(x), 1e-300)
         return self.low - slack <= x <= self.high + slack
 
 

@@ -2,7 +2,7 @@
 
 Categorical claims ("RMSNorm", "GQA+SWA", "✅") agree when every part stated is a part of the
 computed answer (aliases such as "pre-LN" -> pre and filler words such as "FFN" aside). A
-number agrees when the computed value lies within the stated rounding (stated.py); a number
+number agrees when the computed value lies within a unit of its last digit (stated.py); a number
 that differs gets its likely cause (causes.py). The computed value is displayed like the stated
 one (same scale, one more digit).
 """
@@ -69,7 +69,7 @@ def _yes_no(stated) -> str:
 
 
 def numeric(claim, base, extra, name, dimension, spec, computed: float) -> ClaimResult:
-    """Agrees when the computed value lies within the stated number's rounding."""
+    """Agrees when the computed value lies within a unit of the stated number's last digit."""
     stated = parse_stated(claim["stated"], base["unit"])
     unit = stated.unit if stated.unit in UNITS else base["unit"]
     if unit:
@@ -83,10 +83,10 @@ def numeric(claim, base, extra, name, dimension, spec, computed: float) -> Claim
     if base["unit"] and stated.unit in UNITS and stated.unit != base["unit"]:
         raise InputError(f"unit {quote(base['unit'])} does not match the stated {quote(stated.unit)}")
     _check_value(claim, stated)
-    agrees = stated.contains(computed)
+    agrees = stated.agrees(computed)
     if not agrees and stated.unit == "K" and FAMILY.get(dimension, dimension) == "count":
         # "128K tokens" conventionally means 128 x 1024 = 131,072: powers of two read both ways.
-        agrees = stated.contains(computed * 1000 / 1024)
+        agrees = stated.agrees(computed * 1000 / 1024)
     cause = "" if agrees else likely_cause(
         computed, Context(spec, name, dimension, extra["conditions"], stated))
     value = int(computed) if computed.is_integer() and abs(computed) < 2 ** 63 else computed

@@ -178,3 +178,14 @@ def test_render_is_deterministic(small):
 def test_stated_precision(text, unit, low, tolerance):
     stated = parse_stated(text, unit)
     assert stated.low == pytest.approx(low) and stated.tolerance == pytest.approx(tolerance)
+
+
+def test_truncated_and_vendor_rounded_figures_agree_and_a_digit_off_does_not():
+    """Issue 33: "262M" for 262,668,288 (truncated) and Mistral's "7.3B" for 7,241,732,096 are
+    right; a figure more than a unit of its last digit off is wrong; an exact one is exact."""
+    assert parse_stated("262M", "params").agrees(262_668_288)
+    assert not parse_stated("262M", "params").contains(262_668_288)  # not its precision
+    assert parse_stated("7.3B", "params").agrees(7_241_732_096)
+    assert not parse_stated("7.1B", "params").agrees(7_241_732_096)
+    assert not parse_stated("~3GB", "").agrees(12.85e9)
+    assert not parse_stated("262,668,000", "params").agrees(262_668_288)
