@@ -48,6 +48,15 @@ def _value(text):
     return text
 
 
+def _card_active(model):
+    """show's params_active under the model card's convention (record.params_active_card)."""
+    import json
+    import subprocess
+    out = subprocess.run([sys.executable, "-m", "archscope.cli", "show", model, "--format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["record"]["params_active_card"]
+
+
 def _num(x):
     return int(x) if float(x).is_integer() else x
 
@@ -99,7 +108,7 @@ def build(src: Path) -> tuple[int, int, int, int]:
             flag = {f.strip() for f in flags.split(",") if f.strip()}
             what_if = [f[4:].strip() for f in flag if f.startswith("set=")]
             flag -= {f for f in flag if f.startswith("set=")}
-            bad = flag - {"wrong", "loose", "unsupported"}
+            bad = flag - {"wrong", "loose", "unsupported", "card"}
             assert not bad, (src, lineno, bad)
             n += 1
             claims.append(dict(lineno=lineno, stated=stated, model=model, quantity=quantity,
@@ -161,6 +170,10 @@ def build(src: Path) -> tuple[int, int, int, int]:
                 big = rel > 0.10 or (q.dimension in COUNTS and e["value"] != comp)
                 assert r.verdict == "wrong" and big, (where, "planted error too small", rel,
                                                       r.computed_text)
+            elif "card" in c["flag"]:
+                card = _card_active(c["model"])
+                assert r.verdict != "agree" and parse_stated(c["stated"]).contains(card), (
+                    where, "not the card's active count", card)
             elif "loose" in c["flag"]:
                 assert rel <= 0.03, (where, "loose figure too far", rel, r.computed_text)
                 assert r.verdict != "agree", (where, "loose but archscope agrees: drop loose")
@@ -168,15 +181,19 @@ def build(src: Path) -> tuple[int, int, int, int]:
                 assert r.verdict == "agree", (where, r.verdict, r.computed_text, r.note)
         e["truth"] = "wrong" if wrong else "right"
         if not wrong:
-            e["rounding"] = "loose" if "loose" in c["flag"] else (
+            e["rounding"] = "loose" if "loose" in c["flag"] else "card" if "card" in c["flag"] else (
                 "exact" if categorical or float(computed) == e["value"] else "rounded")
-        if wrong or "loose" in c["flag"]:
+        if "card" in c["flag"]:
+            e["correct"] = _card_active(c["model"])
+            e["command"] = (f"archscope show {c['model']} --format json  (record.params_active_card, "
+                            f"the card's convention: record.active_convention)")
+        elif wrong or "loose" in c["flag"]:
             e["correct"] = computed
             e["correct_text"] = r.computed_text
             e["command"] = command(c["model"], c["quantity"], c["cond"])
         if c["note"]:
             e["note"] = c["note"]
-        counts["wrong" if wrong else "loose" if "loose" in c["flag"] else "right"] += 1
+        counts["wrong" if wrong else "loose" if {"loose", "card"} & c["flag"] else "right"] += 1
         entries.append(e)
 
     header = (f"# Truth for {name}.md (built by source/build.py from source/{src.name}; "
