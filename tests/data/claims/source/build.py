@@ -12,7 +12,7 @@ quantity: not checked against archscope), note=... (free text, last). The marker
 
 Every claim is checked against archscope itself (archscope.claims.check.check_claim, the
 function `check-claims` uses for a transcription): a right claim must agree (loose ones: be
-within 3%), a wrong one must be wrong by more than 10% (counts: any difference). The build
+within 5%), a wrong one must be wrong by more than 10% (counts: any difference). The build
 stops on any claim that breaks this, so the truth files cannot drift from archscope silently.
 
 Run from the repository root: PYTHONPATH=$PWD python tests/data/claims/source/build.py
@@ -175,7 +175,7 @@ def build(src: Path) -> tuple[int, int, int, int]:
                 assert r.verdict != "agree" and parse_stated(c["stated"]).contains(card), (
                     where, "not the card's active count", card)
             elif "loose" in c["flag"]:
-                assert rel <= 0.03, (where, "loose figure too far", rel, r.computed_text)
+                assert rel <= 0.05, (where, "loose figure too far", rel, r.computed_text)
                 assert r.verdict != "agree", (where, "loose but archscope agrees: drop loose")
             else:
                 assert r.verdict == "agree", (where, r.verdict, r.computed_text, r.note)
