@@ -110,9 +110,11 @@ def build(src: Path) -> tuple[int, int, int, int]:
             flag -= {f for f in flag if f.startswith("set=")}
             bad = flag - {"wrong", "loose", "unsupported", "card"}
             assert not bad, (src, lineno, bad)
-            n += 1
-            claims.append(dict(lineno=lineno, stated=stated, model=model, quantity=quantity,
-                               cond=cond, flag=flag, note=note.strip(), n=n, what_if=what_if))
+            for one in model.split("+"):  # "Both have ...": one claim per model
+                n += 1
+                claims.append(dict(lineno=lineno, stated=stated, model=one.strip(),
+                                   quantity=quantity, cond=cond, flag=flag, note=note.strip(),
+                                   n=n, what_if=what_if))
             sentences.add(lineno)
             return stated
         lines_out.append(MARK.sub(sub, line))
