@@ -174,11 +174,13 @@ def build(src: Path) -> tuple[int, int, int, int]:
                                                       r.computed_text)
             elif "card" in c["flag"]:
                 card = _card_active(c["model"])
-                assert r.verdict != "agree" and parse_stated(c["stated"]).contains(card), (
+                # the card's count; check-claims may also agree with archscope's own
+                assert parse_stated(c["stated"]).contains(card), (
                     where, "not the card's active count", card)
             elif "loose" in c["flag"]:
+                # right to a reader: check-claims may agree (within a unit of the last digit:
+                # "262M", "7.3B") or not, but the figure is never more than 5% off
                 assert rel <= 0.05, (where, "loose figure too far", rel, r.computed_text)
-                assert r.verdict != "agree", (where, "loose but archscope agrees: drop loose")
             else:
                 assert r.verdict == "agree", (where, r.verdict, r.computed_text, r.note)
         e["truth"] = "wrong" if wrong else "right"
