@@ -4,7 +4,7 @@ model and a number that yielded no claim (README.md there defines the counting).
 
     python benchmarks/claims_corpus.py [--json reports/data/benchmarks/claims_corpus.json]
 
-Run with `python benchmarks/claims_recall.py --corpus` too. A found claim's line is the first
+`python benchmarks/claims_recall.py --corpus` runs this too. A found claim's line is the first
 line of the document holding its text (a table cell: its row).
 """
 

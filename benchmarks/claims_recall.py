@@ -1,6 +1,7 @@
 """How much of the transcribed claims check `check-claims DOC.md` finds by itself.
 
     python benchmarks/claims_recall.py [SEEDS_DIR] [CLAIMS_DIR]
+    python benchmarks/claims_recall.py --corpus [--json FILE]   # benchmarks/claims_corpus.py
 
 Runs the transcriptions (reports/claims/*.yaml) and the extraction on the documents alone
 (SEEDS_DIR, default ../shared/seeds), and prints: the transcriptions' wrong claims, how many
@@ -52,6 +53,11 @@ def measure(seeds: Path, claims: Path) -> dict:
 
 
 def main(argv) -> None:
+    if argv[:1] == ["--corpus"]:  # the labelled corpus of tests/data/claims/ instead
+        import claims_corpus  # benchmarks/claims_corpus.py, beside this script
+
+        claims_corpus.main(argv[1:])
+        return
     seeds = Path(argv[0]) if argv else ROOT.parent / "shared" / "seeds"
     claims = Path(argv[1]) if len(argv) > 1 else ROOT / "reports" / "claims"
     m = measure(seeds, claims)
