@@ -16,7 +16,7 @@ import re
 # (pattern on the lower-cased label, quantity), first match wins; the order matters ("kv heads"
 # before "heads", "embedding params" before "params", "mlp hidden" before "hidden").
 LABELS: tuple[tuple[str, str], ...] = (
-    (r"q\s*/\s*kv heads", "heads_q_kv"),
+    (r"^q\s*/\s*kv heads", "heads_q_kv"),
     (r"\bkv heads|key/value heads|num_key_value_heads", "n_kv_heads"),
     (r"\b(query |q |attention |num_attention_)?heads\b|^n_heads$", "n_heads"),
     (r"head.?dim", "head_dim"),
@@ -31,6 +31,7 @@ LABELS: tuple[tuple[str, str], ...] = (
     (r"hidden|model dim|d_model|embed(ding)?.?dim|hidden.size", "d_model"),
     (r"context|max_position|max seq", "max_seq_len"),
     (r"^(total )?param(eter)?s$|^total parameters$|^size$", "params_total"),
+    (r"^active( param(eter)?s)?$", "params_active"),
     (r"^attention( type| variant)?$", "attention_type"),
     (r"pos(itional)?.?enc", "position_scheme"),
     (r"^ffn( type)?$|^mlp$|^ffn/mlp$", "ffn_type"),

@@ -123,11 +123,22 @@ def _category_list(line, mentions) -> list[dict]:
             for q, part in categories_in(value) for _, _, written, model in mentions]
 
 
+SENTENCE_END = re.compile(r"[.;!?](?=\s+[A-Z(])")  # a full stop before the next sentence
+
+
+def _sentence(text: str, start: int, end: int) -> str:
+    """The sentence of `text` that holds text[start:end], lower-cased: a line is a paragraph,
+    and "per token" two sentences back does not make "3.76 GB" a per-token figure."""
+    lo = max((e.end() for e in SENTENCE_END.finditer(text, 0, start)), default=0)
+    stop = SENTENCE_END.search(text, end)
+    return text[lo:stop.start() if stop else len(text)].lower()
+
+
 def _numeric(m, facts: _Facts, model) -> list[dict]:
     stated, line = m[0], facts.line
     after = line.text[m.end():m.end() + 40]
     if BYTES.search(stated):
-        return _bytes(stated, after, facts, model)
+        return _bytes(stated, after, facts, model, _sentence(line.text, m.start(), m.end()))
     if FLOPS.search(stated):
         return _flops(stated, facts, model)
     if re.search(r"\d\s*[BMT]$", stated) and re.match(r"\s*(total\s+)?(parameters|params)\b",
@@ -144,14 +155,14 @@ def _numeric(m, facts: _Facts, model) -> list[dict]:
     return []
 
 
-def _bytes(stated, after, facts: _Facts, model) -> list[dict]:
+def _bytes(stated, after, facts: _Facts, model, sentence: str) -> list[dict]:
     line, conds = facts.line, facts.conds
     own = re.match(rf"\s*\(?\s*({_DTYPE})\b", after, re.I)
     dtype = DTYPES[own[1].lower()] if own else conds.get("dtype")
     kv = facts.has(r"\bkv\b|cache", "context")
     if re.fullmatch(r"[~≈]?\s*\d{1,3}\s*bytes", stated.strip()):
         return []  # "4 bytes": an element's size, not a model's
-    if facts.has("per token") and kv:
+    if "per token" in sentence and kv:
         return [_claim("kv_bytes_per_token", stated, model, line, {"dtype": dtype or "bf16"})]
     if facts.has(r"model size|weights") and dtype:
         return [_claim("weights_bytes", stated, model, line, {"dtype": dtype})]

@@ -29,10 +29,27 @@ def claim(q, stated, model, table, text, conditions=None, variant=None, label=""
             "variant": variant, "label": label}
 
 
+def _paired(label: str, cell: str) -> list[tuple[str, str]]:
+    """A label naming two quantities and a cell giving both ("Query / KV heads" | "32 / 8",
+    "Total / active parameters" | "30.5B / 3.3B"): each label with its value, the words after
+    the last part shared by the others ("Query heads", "KV heads"); [] for anything else."""
+    labels = [p.strip() for p in label.split("/")]
+    values = [v.strip() for v in cell.split("/")]
+    if len(labels) < 2 or len(labels) != len(values) or not all(labels) or not all(values):
+        return []
+    noun = labels[-1].split(" ", 1)[1] if " " in labels[-1] else ""
+    named = [f"{p} {noun}".strip() if " " not in p else p for p in labels[:-1]] + [labels[-1]]
+    return list(zip(named, values))
+
+
 def _cell_claims(label, cell, model, table, conds, variant, context=""):
     """The claim one cell makes under `label` (and the header `context` when the label names
-    a variant, as in "| MHA | 4,096 | 32,768 |" under "Cache per Token")."""
+    a variant, as in "| MHA | 4,096 | 32,768 |" under "Cache per Token"); a label and a cell
+    that pair two quantities ("Query / KV heads" | "32 / 8") make one claim each."""
     q = quantity_of(label) or (quantity_of(context) if variant_of(label) else None)
+    if q != "heads_q_kv" and (pairs := _paired(label, cell)):
+        return [c for part, value in pairs
+                for c in _cell_claims(part, value, model, table, conds, variant, context)]
     if q is None and re.search(r"kv cache", table.caption, re.I) and \
             re.search(r"per layer|total|cache", label, re.I):
         q = "kv_cache"
