@@ -76,14 +76,20 @@ def command(model, quantity, cond):
         parts.append(f"--kv-dtype {c.get('dtype', 'bf16')} --format json")
         key = {"kv_cache_bytes": "record.kv_cache_bytes",
                "kv_bytes_per_token": "record.kv_cache_bytes_per_token",
-               "kv_cache_bytes_per_layer": "record.kv_cache_bytes / n_layers"}[quantity]
+               "kv_cache_bytes_per_layer": "details.kv_cache.at_lengths[seq_len].per_layer[the "
+                                           "layer's group].bytes"}[quantity]
         return " ".join(parts) + f"  ({key})"
     if quantity == "weights_bytes":
         return f"archscope show {model} --dtype {c['dtype']} --format json  (record.weights_bytes)"
     if quantity in ("params_total", "params_active", "params_embedding"):
         return f"archscope show {model} --format json  ({quantity})"
-    return (f"archscope check-claims --quantities; archscope show {model} --format json  "
-            f"(quantity {quantity}" + (f", {c}" if c else "") + ")")
+    fields = {"n_layers": "spec.n_layers", "vocab_size": "spec.vocab_size",
+              "d_model": "spec.d_model", "max_seq_len": "spec.max_seq_len",
+              "rope_theta": "spec.position.theta"}
+    if quantity in fields:
+        return f"archscope show {model} --format json  ({fields[quantity]})"
+    return (f"archscope show {model}  (the check-claims quantity {quantity}"
+            + (f" at {c}" if c else "") + ")")
 
 
 def build(src: Path) -> tuple[dict, dict]:
