@@ -24,9 +24,17 @@ from archscope.claims.documents import check_document  # noqa: E402
 
 
 def _line(lines: list[str], text: str) -> int | None:
-    """The 1-based line holding `text` (its first 60 characters), or None."""
+    """The 1-based line holding `text` (its first 60 characters); a table cell's claim, whose
+    text is "LABEL: CELL", on the first row holding both; None when neither is found (a row
+    whose model heads it and whose label is the column's: its value's first row)."""
     needle = text.strip()[:60]
-    return next((i for i, line in enumerate(lines, 1) if needle and needle in line), None)
+    found = next((i for i, line in enumerate(lines, 1) if needle and needle in line), None)
+    if found is not None or ": " not in text:
+        return found
+    label, cell = (part.strip() for part in text.split(": ", 1))
+    rows = [i for i, line in enumerate(lines, 1) if line.lstrip().startswith("|") and
+            f" {cell} " in f" {line} "]
+    return next((i for i in rows if label in lines[i - 1]), rows[0] if rows else None)
 
 
 def measure(doc: Path) -> dict:

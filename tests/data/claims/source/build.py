@@ -16,6 +16,8 @@ within 5%), a wrong one must be wrong by more than 10% (counts: any difference).
 stops on any claim that breaks this, so the truth files cannot drift from archscope silently.
 
 Run from the repository root: PYTHONPATH=$PWD python tests/data/claims/source/build.py
+(--check: exit 1 if a generated file differs from what the sources build now; NAME parts:
+build only the sources whose names contain them).
 """
 
 from __future__ import annotations
@@ -49,12 +51,13 @@ def _value(text):
 
 
 def _card_active(model):
-    """show's params_active under the model card's convention (record.params_active_card)."""
-    import json
-    import subprocess
-    out = subprocess.run([sys.executable, "-m", "archscope.cli", "show", model, "--format", "json"],
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["record"]["params_active_card"]
+    """show's record.params_active_card: active parameters under the card's convention."""
+    from archscope.estimate import model_record
+    from archscope.spec import load_spec
+    record = model_record(load_spec(model))
+    convention = record.spec.active_convention
+    assert convention, f"{model} names no card convention (spec.active_convention)"
+    return record.params.active_under(convention)
 
 
 def _num(x):
@@ -73,17 +76,24 @@ def command(model, quantity, cond):
         parts.append(f"--kv-dtype {c.get('dtype', 'bf16')} --format json")
         key = {"kv_cache_bytes": "record.kv_cache_bytes",
                "kv_bytes_per_token": "record.kv_cache_bytes_per_token",
-               "kv_cache_bytes_per_layer": "record.kv_cache_bytes / n_layers"}[quantity]
+               "kv_cache_bytes_per_layer": "details.kv_cache.at_lengths[seq_len].per_layer[the "
+                                           "layer's group].bytes"}[quantity]
         return " ".join(parts) + f"  ({key})"
     if quantity == "weights_bytes":
         return f"archscope show {model} --dtype {c['dtype']} --format json  (record.weights_bytes)"
     if quantity in ("params_total", "params_active", "params_embedding"):
         return f"archscope show {model} --format json  ({quantity})"
-    return (f"archscope check-claims --quantities; archscope show {model} --format json  "
-            f"(quantity {quantity}" + (f", {c}" if c else "") + ")")
+    fields = {"n_layers": "spec.n_layers", "vocab_size": "spec.vocab_size",
+              "d_model": "spec.d_model", "max_seq_len": "spec.max_seq_len",
+              "rope_theta": "spec.position.theta"}
+    if quantity in fields:
+        return f"archscope show {model} --format json  ({fields[quantity]})"
+    return (f"archscope show {model}  (the check-claims quantity {quantity}"
+            + (f" at {c}" if c else "") + ")")
 
 
-def build(src: Path) -> tuple[int, int, int, int]:
+def build(src: Path) -> tuple[dict, dict]:
+    """src -> ({path: text} to write, counts); raises AssertionError on a claim that fails."""
     name = src.name[:-len(".md.in")]
     prefix = name.split("_")[0]
     lines_out, claims, sentences = [], [], set()
@@ -120,7 +130,7 @@ def build(src: Path) -> tuple[int, int, int, int]:
         lines_out.append(MARK.sub(sub, line))
     text = "\n".join(lines_out)
     assert "[[" not in text and "##" not in text.replace("## ", ""), src
-    (OUT / f"{name}.md").write_text(text)
+    files = {OUT / f"{name}.md": text}
 
     entries, counts = [], dict(right=0, wrong=0, loose=0, unsupported=0)
     for c in claims:
@@ -207,19 +217,36 @@ def build(src: Path) -> tuple[int, int, int, int]:
     doc = dict(document=f"{name}.md", model_map=model_map,
                models=sorted({c["model"] for c in claims}),
                sentences=sorted(sentences), claims=entries)
-    (OUT / f"{name}.truth.yaml").write_text(
+    files[OUT / f"{name}.truth.yaml"] = (
         header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100))
-    return counts
+    return files, counts
+
+
+def stale() -> list[str]:
+    """Generated files that differ from what the sources build now (the test's check)."""
+    out = []
+    for src in sorted(HERE.glob("*.md.in")):
+        files, _ = build(src)
+        out += [p.name for p, text in files.items()
+                if not p.exists() or p.read_text() != text]
+    return out
 
 
 def main(argv):
+    check = "--check" in argv
+    argv = [a for a in argv if a != "--check"]
+    if check:
+        bad = stale()
+        print("stale: " + ", ".join(bad) if bad else "up to date")
+        sys.exit(1 if bad else 0)
     srcs = sorted(HERE.glob("*.md.in"))
     if argv:
         srcs = [s for s in srcs if any(a in s.name for a in argv)]
     total = dict(right=0, wrong=0, loose=0, unsupported=0)
-    models = set()
     for src in srcs:
-        counts = build(src)
+        files, counts = build(src)
+        for path, text in files.items():
+            path.write_text(text)
         print(f"{src.name}: {counts}")
         for k in total:
             total[k] += counts[k]
