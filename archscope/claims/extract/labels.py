@@ -114,7 +114,30 @@ _SEQ = re.compile(r"\bseq(?:_len|uence length| len)?\s*[=:]\s*([\d,]+)\s*(K\b)?"
 # starting only where a run of digits and commas starts: from each of its digits, the run would
 # be read again to its end (a megabyte of "1,1,1,..." in n squared)
 _CONTEXT = re.compile(r"(?<![\d,])\b([\d,]+)\s*(K)?[- ](?:token )?context\b", re.I)
-_AT_TOKENS = re.compile(r"\bat\s+([\d,]+)\s*(K)?\s+tokens\b", re.I)
+_AT_TOKENS = re.compile(r"\bat\s+(?:a\s+)?([\d,]+)\s*(?:(K)\b|\s+tokens\b)(?![- ]token window)",
+                        re.I)
+# "its 128K cache", "a 32K-token cache": the cache of that context
+_CACHE_OF = re.compile(r"(?<![\d,])\b([\d,]+)\s*(K)?[- ](?:token )?cache\b", re.I)
+WINDOW_NEAR = re.compile(r"window", re.I)  # "layers at 4,096 tokens" under a window: its span
+
+
+def contexts_in(text: str) -> set[int]:
+    """Every context length `text` states (conditions_in reads only the first)."""
+    out = set()
+    for pattern in (_SEQ, _CONTEXT, _AT_TOKENS, _CACHE_OF):
+        for m in pattern.finditer(text):
+            if WINDOW_NEAR.search(text, max(0, m.start() - 40), m.start()):
+                continue  # a window's span ("windows ... layers at 4,096 tokens"), no context
+            digits = m[1].replace(",", "")
+            if digits and len(digits) <= 12:
+                out.add(int(digits) * 1024 if m[2] else int(digits))
+    return out
+
+
+def dtypes_in(text: str) -> list[tuple[int, str]]:
+    """(position, dtype) of every number format `text` names."""
+    return [(d.start(), DTYPES[d[1].lower()])
+            for d in re.finditer(r"\b(" + "|".join(DTYPES) + r")\b", text, re.I)]
 
 
 def conditions_in(text: str) -> dict:

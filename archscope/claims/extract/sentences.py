@@ -16,8 +16,11 @@ The model is the one the line names, else the section's, else the document's.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 
-from archscope.claims.extract.labels import DTYPES, STATED, categories_in, conditions_in
+from archscope.claims.extract.labels import (DTYPES, STATED, categories_in, conditions_in,
+                                             contexts_in, dtypes_in)
+from archscope.claims.stated import StatedError, parse_stated
 
 LIST = re.compile(r"^(.*?)\(([^()]+)\)\s*$")
 BYTES = re.compile(r"(KiB|MiB|GiB|TiB|KB|MB|GB|TB|bytes)\b")
@@ -42,7 +45,14 @@ class _Facts:
         self.low = line.text.lower()
         self.context = f"{line.text} {line.context}".lower()
         self._conds = None
+        self._sentences = None
         self._found: dict = {}
+
+    @property
+    def sentences(self) -> "_Sentences":
+        if self._sentences is None:
+            self._sentences = _Sentences(self)
+        return self._sentences
 
     @property
     def conds(self) -> dict:
@@ -126,26 +136,101 @@ def _category_list(line, mentions) -> list[dict]:
 SENTENCE_END = re.compile(r"[.;!?](?=\s+[A-Z(])")  # a full stop before the next sentence
 
 
-def _sentence(text: str, start: int, end: int) -> str:
-    """The sentence of `text` that holds text[start:end], lower-cased: a line is a paragraph,
-    and "per token" two sentences back does not make "3.76 GB" a per-token figure."""
-    lo = max((e.end() for e in SENTENCE_END.finditer(text, 0, start)), default=0)
-    stop = SENTENCE_END.search(text, end)
-    return text[lo:stop.start() if stop else len(text)].lower()
+PER_TOKEN_MAX = 16e6  # bytes: no model caches more per token (DeepSeek's MHA-equivalent: 5 MB)
+
+
+class _Sentences:
+    """A line's sentences (a line is a paragraph: "per token" two sentences back does not make
+    "3.76 GB" a per-token figure), each read once however many numbers it holds: its lower-case
+    text, the contexts and number formats it states, where its clauses break, and which
+    patterns occur in it. The line's own context and number format stand in for a sentence
+    that states none, only where the line states one of each."""
+
+    def __init__(self, facts: _Facts):
+        text = facts.text
+        self.text = text
+        self.starts = [0] + [e.end() for e in SENTENCE_END.finditer(text)]
+        lengths = contexts_in(facts.context)
+        self.line_seq_len = next(iter(lengths)) if len(lengths) == 1 else None
+        formats = {d for _, d in dtypes_in(facts.context)}
+        self.line_dtype = formats.pop() if len(formats) == 1 else None
+        self._read: dict = {}
+
+    def of(self, start: int) -> dict:
+        """What the sentence holding position `start` states (read the first time asked)."""
+        i = bisect_right(self.starts, start) - 1
+        if i not in self._read:
+            lo = self.starts[i]
+            hi = self.starts[i + 1] if i + 1 < len(self.starts) else len(self.text)
+            low = self.text[lo:hi].lower()
+            lengths = contexts_in(low)
+            self._read[i] = {
+                "lo": lo, "low": low, "found": {},
+                "seq_len": (next(iter(lengths)) if len(lengths) == 1 else None) if lengths
+                else self.line_seq_len,
+                "dtypes": [(lo + at, d) for at, d in dtypes_in(low)],
+                "cuts": [lo + m.end() for m in CLAUSE_CUT.finditer(low)]}
+        return self._read[i]
+
+
+CLAUSE_CUT = re.compile(r",|;|\band\b")
+NEAR = 200  # characters of a clause either side of its number, at most
+
+
+class _Where:
+    """One number in its sentence (_Sentences): the sentence's context, the number format
+    nearest it, its clause, and whether a pattern occurs in the sentence."""
+
+    def __init__(self, sentences: _Sentences, start: int, end: int):
+        self.read = sentences.of(start)
+        self.text, self.start, self.end = sentences.text, start, end
+        self.seq_len = self.read["seq_len"]
+        self.dtype = self._dtype() or sentences.line_dtype
+
+    def has(self, pattern: str) -> bool:
+        found = self.read["found"]
+        if pattern not in found:
+            found[pattern] = re.search(pattern, self.read["low"]) is not None
+        return found[pattern]
+
+    def before(self, n: int) -> str:
+        """The sentence's last `n` characters before the number, lower-case."""
+        lo = self.read["lo"]
+        return self.read["low"][max(0, self.start - lo - n):self.start - lo]
+
+    def _dtype(self) -> str | None:
+        """The number format nearest the number in its sentence ("24.7 GB with int4", "in
+        bf16 it needs 16 GB"), one after it counted at half the distance of one before."""
+        dtypes = self.read["dtypes"]
+        k = bisect_left(dtypes, (self.end, ""))
+        near = [(at - self.end, d) for at, d in dtypes[k:k + 1]] + \
+            [(2 * (self.start - at), d) for at, d in dtypes[max(0, k - 1):k]]
+        return min(near)[1] if near else None
+
+    def clause(self) -> str:
+        """The number's clause: between the commas and "and"s around it (at most NEAR
+        characters either side)."""
+        cuts = self.read["cuts"]
+        k = bisect_left(cuts, self.start)
+        lo = max(cuts[k - 1] if k else self.read["lo"], self.start - NEAR)
+        j = bisect_left(cuts, self.end)
+        hi = min(cuts[j] if j < len(cuts) else len(self.text), self.end + NEAR)
+        return self.text[lo:hi].lower()
 
 
 def _numeric(m, facts: _Facts, model) -> list[dict]:
     stated, line = m[0], facts.line
     after = line.text[m.end():m.end() + 40]
+    where = _Where(facts.sentences, m.start(), m.end())
     if BYTES.search(stated):
-        return _bytes(stated, after, facts, model, _sentence(line.text, m.start(), m.end()))
+        return _bytes(stated, after, facts, model, where)
     if FLOPS.search(stated):
         return _flops(stated, facts, model)
     if re.search(r"\d\s*[BMT]$", stated) and re.match(r"\s*(total\s+)?(parameters|params)\b",
                                                     after, re.I):
         if facts.has(r"\bsav(ed|es|e|ing)\b"):
             return [_claim("params_lm_head_weight", stated, model, line)]
-        if facts.has("embedding"):
+        if "embedding" in where.clause():
             return [_claim("params_token_embedding", stated, model, line)]
         if facts.has(PARTS.pattern):  # (PARTS ignores case: the lower-cased text)
             return []
@@ -155,20 +240,31 @@ def _numeric(m, facts: _Facts, model) -> list[dict]:
     return []
 
 
-def _bytes(stated, after, facts: _Facts, model, sentence: str) -> list[dict]:
-    line, conds = facts.line, facts.conds
+COUNTERFACTUAL = re.compile(r"(instead of|rather than|would be|would have|without)\W+(\w+\W+)?$")
+
+
+def _bytes(stated, after, facts: _Facts, model, where: _Where) -> list[dict]:
+    line = facts.line
+    if COUNTERFACTUAL.search(where.before(30)):
+        return []  # "2.1 GB instead of 2.8 GB": the other figure is a what-if the words leave open
     own = re.match(rf"\s*\(?\s*({_DTYPE})\b", after, re.I)
-    dtype = DTYPES[own[1].lower()] if own else conds.get("dtype")
+    dtype = DTYPES[own[1].lower()] if own else where.dtype
     kv = facts.has(r"\bkv\b|cache", "context")
     if re.fullmatch(r"[~≈]?\s*\d{1,3}\s*bytes", stated.strip()):
         return []  # "4 bytes": an element's size, not a model's
-    if "per token" in sentence and kv:
-        return [_claim("kv_bytes_per_token", stated, model, line, {"dtype": dtype or "bf16"})]
-    if facts.has(r"model size|weights") and dtype:
+    try:
+        size = parse_stated(stated).low
+    except StatedError:
+        return []
+    if where.has(r"per[- ]token") and kv:
+        # a figure of gigabytes beside "per token" is the cache of a context, never one token's
+        return [] if size > PER_TOKEN_MAX else [
+            _claim("kv_bytes_per_token", stated, model, line, {"dtype": dtype or "bf16"})]
+    if where.has(r"model size|weights") and dtype:
         return [_claim("weights_bytes", stated, model, line, {"dtype": dtype})]
-    if facts.has(r"\bkv\b|cache") and "seq_len" in conds:
+    if facts.has(r"\bkv\b|cache") and where.seq_len:
         return [_claim("kv_cache_bytes", stated, model, line,
-                       {"seq_len": conds["seq_len"], "dtype": dtype or "bf16"})]
+                       {"seq_len": where.seq_len, "dtype": dtype or "bf16"})]
     if facts.has("embedding", "context") and facts.has("memory", "context") and dtype:
         return [_claim("token_embedding_bytes", stated, model, line, {"dtype": dtype})]
     return []
