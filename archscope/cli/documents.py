@@ -103,6 +103,10 @@ def report(out, data_dir, claims_dir):
     profiles, benchmarks = load_profiles(data_dir), load_benchmarks(data_dir)
     copied = inputs.input_files(claims_dir, data_dir)
     claims = _claims_page(claims_dir)
+    if claims is not None and "claims_corpus.json" in benchmarks:
+        from archscope.report.pages.claims_corpus import corpus_section
+
+        claims += "\n" + corpus_section(benchmarks["claims_corpus.json"])
     specs = [load_spec(name) for name in preset_names()]
     from archscope.progress import progress_bar
     from archscope.report.pages.build import build_reports, progress_units
