@@ -27,7 +27,7 @@ from typing import Callable
 
 from archscope.estimate import storage as st
 from archscope.estimate.gguf import DEFAULT as GGUF_DEFAULT, gguf_storage
-from archscope.estimate.tensors import Tensor, weight_tensors
+from archscope.estimate.tensors import Tensor, weight_tensor_counts, weight_tensors
 from archscope.spec import ModelSpec
 from archscope.spec.weight_formats import (  # noqa: F401  (re-exported)
     ALIASES, NAMES, UnknownFormatError, canonical_format)
@@ -120,19 +120,23 @@ def weights_in_format(spec: ModelSpec, fmt: str | WeightFormat) -> FormatWeights
     """Price every stored tensor of `spec` in `fmt`: each tensor's bytes (Storage.nbytes: whole
     blocks per row, scales per row / tile / tensor) times its copies, summed by role and type."""
     fmt = weight_format(fmt)
-    tensors = weight_tensors(spec)
+    # a format that types tensors by their layer (GGUF's mixes: gguf.py) sees every layer; the
+    # others price each distinct layer once, times the layers like it
+    counted = [(t, 1) for t in weight_tensors(spec)] if fmt.assign is not None \
+        else weight_tensor_counts(spec)
+    tensors = [t for t, _ in counted]
     by_role: dict[str, int] = {}
     by_storage: dict[str, int] = {}
-    total = active = 0
+    total = active = params = 0
     kept: dict[str, None] = {}
-    for t, s in zip(tensors, fmt.storages(spec, tensors)):
+    for (t, n), s in zip(counted, fmt.storages(spec, tensors)):
         one = s.nbytes(t.rows, t.cols)
-        total += one * t.copies
-        active += one * t.active
-        by_role[t.role] = by_role.get(t.role, 0) + one * t.copies
-        by_storage[s.name] = by_storage.get(s.name, 0) + one * t.copies
+        total += one * t.copies * n
+        active += one * t.active * n
+        params += t.elements * t.copies * n
+        by_role[t.role] = by_role.get(t.role, 0) + one * t.copies * n
+        by_storage[s.name] = by_storage.get(s.name, 0) + one * t.copies * n
         if s.bits_per_weight > fmt.storage.bits_per_weight:
             kept[t.role] = None
-    return FormatWeights(spec.name, fmt.name, total, active,
-                         sum(t.elements * t.copies for t in tensors), by_role, by_storage,
+    return FormatWeights(spec.name, fmt.name, total, active, params, by_role, by_storage,
                          tuple(kept))

@@ -139,6 +139,19 @@ def _shaped(part: Part, layer: int) -> list[Tensor]:
     return out
 
 
+def weight_tensor_counts(spec: ModelSpec) -> list[tuple[Tensor, int]]:
+    """weight_tensors(spec) with each distinct decoder layer's tensors once, beside how many
+    layers are like it (ModelSpec.distinct_layers): the same tensors and totals for a pricing
+    that does not ask which layer a tensor is in, at a fraction of the work (a record of a
+    61-layer model builds 3 layers' tensors, not 61; a sweep builds a record per variant)."""
+    d = spec.d_model
+    out = [(t, 1) for p in embedding_parts(spec) for t in _split(p, d, None)]
+    for plan, n in spec.distinct_layers:
+        out += [(t, n) for p in layer_parts(spec, plan) for t in _split(p, d, plan)]
+    out += [(t, 1) for p, i in stored_parts_by_layer(spec) for t in _shaped(p, i)]
+    return out + [(t, 1) for p in head_parts(spec) for t in _split(p, d, None)]
+
+
 def weight_tensors(spec: ModelSpec) -> list[Tensor]:
     """Every stored tensor of `spec`, in forward order (embeddings, layers, final norm, head)."""
     d = spec.d_model

@@ -121,6 +121,15 @@ _CACHE_OF = re.compile(r"(?<![\d,])\b([\d,]+)\s*(K)?[- ](?:token )?cache\b", re.
 WINDOW_NEAR = re.compile(r"window", re.I)  # "layers at 4,096 tokens" under a window: its span
 
 
+def _tokens(m) -> int | None:
+    """The context a match of _SEQ, _CONTEXT, _AT_TOKENS or _CACHE_OF states, in tokens ("32K"
+    is 32,768); None for a comma alone or a run of digits."""
+    digits = m[1].replace(",", "")
+    if not digits or len(digits) > 12:
+        return None
+    return int(digits) * 1024 if m[2] else int(digits)
+
+
 def contexts_in(text: str) -> set[int]:
     """Every context length `text` states (conditions_in reads only the first)."""
     out = set()
@@ -128,28 +137,28 @@ def contexts_in(text: str) -> set[int]:
         for m in pattern.finditer(text):
             if WINDOW_NEAR.search(text, max(0, m.start() - 40), m.start()):
                 continue  # a window's span ("windows ... layers at 4,096 tokens"), no context
-            digits = m[1].replace(",", "")
-            if digits and len(digits) <= 12:
-                out.add(int(digits) * 1024 if m[2] else int(digits))
+            if (n := _tokens(m)) is not None:
+                out.add(n)
     return out
+
+
+_DTYPE_WORD = re.compile(r"\b(" + "|".join(DTYPES) + r")\b", re.I)
 
 
 def dtypes_in(text: str) -> list[tuple[int, str]]:
     """(position, dtype) of every number format `text` names."""
-    return [(d.start(), DTYPES[d[1].lower()])
-            for d in re.finditer(r"\b(" + "|".join(DTYPES) + r")\b", text, re.I)]
+    return [(d.start(), DTYPES[d[1].lower()]) for d in _DTYPE_WORD.finditer(text)]
 
 
 def conditions_in(text: str) -> dict:
     """seq_len and dtype a text states: "seq_len=4096", "seq=1024", "8K context", "FP16"."""
     out: dict = {}
     m = _SEQ.search(text) or _CONTEXT.search(text) or _AT_TOKENS.search(text)
-    digits = m[1].replace(",", "") if m else ""
-    if digits and len(digits) <= 12:  # a context, not a comma alone or a run of digits
-        out["seq_len"] = int(digits) * 1024 if m[2] else int(digits)
-    d = re.search(r"\b(" + "|".join(DTYPES) + r")\b", text, re.I)
-    if d:
-        out["dtype"] = DTYPES[d[1].lower()]
+    if m and (n := _tokens(m)) is not None:
+        out["seq_len"] = n
+    named = dtypes_in(text)
+    if named:
+        out["dtype"] = named[0][1]
     return out
 
 

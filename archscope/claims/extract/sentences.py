@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
-from archscope.claims.extract.labels import (DTYPES, STATED, categories_in, conditions_in,
-                                             contexts_in, dtypes_in)
+from archscope.claims.extract.labels import (DTYPES, STATED, categories_in, contexts_in,
+                                             dtypes_in)
 from archscope.claims.stated import StatedError, parse_stated
 
 LIST = re.compile(r"^(.*?)\(([^()]+)\)\s*$")
@@ -36,7 +36,7 @@ TEXT_MAX = 600  # a claim's text: its line, or a window of it around the number
 
 class _Facts:
     """What the rules ask of one line, each answered once for the line (lower-cased text,
-    the text with its context, the conditions they state, whether a pattern occurs): asked
+    the text with its context, its sentences (_Sentences), whether a pattern occurs): asked
     again for each number, they made a line of n numbers cost n times its length."""
 
     def __init__(self, line):
@@ -44,7 +44,6 @@ class _Facts:
         self.text = line.text
         self.low = line.text.lower()
         self.context = f"{line.text} {line.context}".lower()
-        self._conds = None
         self._sentences = None
         self._found: dict = {}
 
@@ -53,12 +52,6 @@ class _Facts:
         if self._sentences is None:
             self._sentences = _Sentences(self)
         return self._sentences
-
-    @property
-    def conds(self) -> dict:
-        if self._conds is None:
-            self._conds = conditions_in(f"{self.line.context} {self.line.text}")
-        return self._conds
 
     def has(self, pattern: str, where: str = "low") -> bool:
         """Whether `pattern` occurs in `where` ("low", "context" or "text"), memoised."""
